@@ -1,0 +1,82 @@
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION snowflake" to load this file. \quit
+
+-- Generators.  VOLATILE: every call returns a new id.  PARALLEL SAFE: the
+-- generator's state is in shared memory, which parallel workers share with
+-- their leader, so ids stay unique and increasing whichever process draws
+-- them.  They need snowflake in shared_preload_libraries.
+
+CREATE FUNCTION snowflake_nextval()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_nextval'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_nextval() IS
+'next Snowflake id of this server: unique, increasing, time-ordered';
+
+-- Rows are reserved a millisecond's block at a time, as they are fetched.
+CREATE FUNCTION snowflake_nextval_batch(n integer)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'snowflake_nextval_batch'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE
+ROWS 1000;
+
+COMMENT ON FUNCTION snowflake_nextval_batch(integer) IS
+'n new Snowflake ids, increasing, reserved in blocks';
+
+-- Decoders.  STABLE, not IMMUTABLE: the result depends on "snowflake.epoch"
+-- as well as on the argument, and an IMMUTABLE function could carry one
+-- epoch's answer into an index or a plan used under another.  They read no
+-- shared state, so they work without shared_preload_libraries.
+
+CREATE FUNCTION snowflake_decode(id bigint)
+RETURNS TABLE (created_at timestamptz, timestamp_ms bigint,
+			   worker_id integer, sequence integer)
+AS 'MODULE_PATHNAME', 'snowflake_decode'
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+ROWS 1;
+
+COMMENT ON FUNCTION snowflake_decode(bigint) IS
+'creation time, worker id and sequence of a Snowflake id';
+
+CREATE FUNCTION snowflake_timestamp(id bigint)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'snowflake_timestamp'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_timestamp(bigint) IS
+'creation time of a Snowflake id';
+
+-- STABLE also lets "id >= snowflake_from_timestamp(now() - ...)" be an
+-- index condition.
+CREATE FUNCTION snowflake_from_timestamp(ts timestamptz)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_from_timestamp'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_from_timestamp(timestamptz) IS
+'smallest Snowflake id that can be issued in the millisecond of ts';
+
+-- Statistics: VOLATILE, they change under every other session's calls.
+
+CREATE FUNCTION snowflake_stats(
+	OUT worker_id integer,
+	OUT epoch timestamptz,
+	OUT last_timestamp_ms bigint,
+	OUT ids_issued bigint,
+	OUT sequence_waits bigint,
+	OUT rollbacks_waited bigint,
+	OUT rollbacks_refused bigint,
+	OUT stats_since timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'snowflake_stats'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_stats() IS
+'state and counters of the server''s Snowflake generator';
+
+CREATE VIEW snowflake_stats AS
+	SELECT * FROM snowflake_stats();
+
+COMMENT ON VIEW snowflake_stats IS
+'state and counters of the server''s Snowflake generator';

@@ -1,0 +1,48 @@
+/*-------------------------------------------------------------------------
+ *
+ * snowflake.h
+ *	  Configuration shared by the modules of the snowflake extension, and
+ *	  the generator's interface.
+ *
+ * The module entry (snowflake.c) owns the GUCs and the hooks; the
+ * generator (generator.c) owns the shared-memory state and the clock; the
+ * SQL-callable functions (functions.c) are thin wrappers over both.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SNOWFLAKE_H
+#define SNOWFLAKE_H
+
+#include "datatype/timestamp.h"
+
+#include "layout.h"
+
+/* GUCs (snowflake.c) */
+extern int	snowflake_worker_id;
+extern int	snowflake_rollback_tolerance_ms;
+
+/* The layout in force, with the epoch from "snowflake.epoch" (snowflake.c) */
+extern SnowflakeLayout snowflake_layout;
+
+/* SQLSTATE of a refused clock rollback: an error external to PostgreSQL */
+#define ERRCODE_SNOWFLAKE_CLOCK_ROLLBACK	ERRCODE_SYSTEM_ERROR
+
+/* Counters and state shown by snowflake_stats() */
+typedef struct SnowflakeStats
+{
+	int64		last_ms;		/* Unix ms of the last id issued, 0 if none */
+	int64		ids_issued;
+	int64		sequence_waits; /* waits for the next ms, sequence exhausted */
+	int64		rollbacks_waited;	/* calls that waited out a rollback */
+	int64		rollbacks_refused;	/* calls refused for a rollback */
+	TimestampTz started_at;		/* when the counters started */
+} SnowflakeStats;
+
+/* generator.c */
+extern void GeneratorShmemRequest(void);
+extern void GeneratorShmemStartup(void);
+extern int64 GeneratorReserve(int32 count, int32 *reserved);
+extern void GeneratorGetStats(SnowflakeStats *stats);
+extern int64 GeneratorClockMs(void);
+
+#endif							/* SNOWFLAKE_H */
