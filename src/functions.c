@@ -169,8 +169,8 @@ snowflake_from_timestamp(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp out of range for snowflake ids"),
 				 errdetail("Snowflake ids cover %s to %s.",
-						   timestamptz_to_str(SnowflakeMsToTimestamptz(snowflake_layout.epoch_ms)),
-						   timestamptz_to_str(SnowflakeMsToTimestamptz(SnowflakeLastMs(&snowflake_layout))))));
+						   SnowflakeFormatMs(snowflake_layout.epoch_ms),
+						   SnowflakeFormatMs(SnowflakeLastMs(&snowflake_layout)))));
 
 	PG_RETURN_INT64(SnowflakeCompose(&snowflake_layout, unix_ms, 0, 0));
 }

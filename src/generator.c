@@ -125,9 +125,9 @@ gen_report_out_of_range(int64 now)
 			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 			 errmsg("current time is outside the range of snowflake ids"),
 			 errdetail("The clock reads %s; ids can be issued from %s to %s.",
-					   timestamptz_to_str(SnowflakeMsToTimestamptz(now)),
-					   timestamptz_to_str(SnowflakeMsToTimestamptz(snowflake_layout.epoch_ms)),
-					   timestamptz_to_str(SnowflakeMsToTimestamptz(SnowflakeLastMs(&snowflake_layout)))),
+					   SnowflakeFormatMs(now),
+					   SnowflakeFormatMs(snowflake_layout.epoch_ms),
+					   SnowflakeFormatMs(SnowflakeLastMs(&snowflake_layout))),
 			 errhint("Check the server's clock and \"snowflake.epoch\".")));
 }
 
@@ -138,9 +138,9 @@ gen_report_rollback(int64 now, int64 last)
 			(errcode(ERRCODE_SNOWFLAKE_CLOCK_ROLLBACK),
 			 errmsg("clock moved backwards by " INT64_FORMAT " ms", last - now),
 			 errdetail("The last id was issued at %s, more than \"snowflake.rollback_tolerance_ms\" (%d ms) after the clock's current time %s.",
-					   timestamptz_to_str(SnowflakeMsToTimestamptz(last)),
+					   SnowflakeFormatMs(last),
 					   snowflake_rollback_tolerance_ms,
-					   timestamptz_to_str(SnowflakeMsToTimestamptz(now))),
+					   SnowflakeFormatMs(now)),
 			 errhint("Ids are issued again once the clock passes the time of the last id; check the server's time synchronisation.")));
 }
 

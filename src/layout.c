@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include "utils/datetime.h"
+#include "utils/timestamp.h"
 
 #include "layout.h"
 
@@ -25,6 +26,12 @@ SnowflakeDecompose(const SnowflakeLayout *layout, int64 id,
 	fields->worker = (int32) ((id >> layout->sequence_bits) &
 							  SnowflakeMaxWorker(layout));
 	fields->sequence = (int32) (id & SnowflakeMaxSequence(layout));
+}
+
+char *
+SnowflakeFormatMs(int64 unix_ms)
+{
+	return pstrdup(timestamptz_to_str(SnowflakeMsToTimestamptz(unix_ms)));
 }
 
 int64
@@ -147,20 +154,23 @@ SnowflakeParseEpoch(const char *text, int64 *unix_ms, const char **error)
 	*error = "An epoch is a count of milliseconds since 1970-01-01 00:00:00 UTC, "
 		"or a timestamp such as \"2025-01-01 00:00:00+00\".";
 
-	/* A bare count of milliseconds since the Unix epoch. */
-	if (strspn(text, "0123456789") == strlen(text))
+	/* A bare count of milliseconds since the Unix epoch, maybe negative. */
+	if (*p == '-')
+		p++;
+	if (*p != '\0' && strspn(p, "0123456789") == strlen(p))
 	{
-		if (*text == '\0' || strlen(text) > 15)
+		if (strlen(p) > 15)
 			return false;
 		*unix_ms = strtoi64(text, NULL, 10);
 		return true;
 	}
+	p = text;
 
 	if (!lay_digits(&p, 4, &year) || *p++ != '-' ||
 		!lay_digits(&p, 2, &month) || *p++ != '-' ||
 		!lay_digits(&p, 2, &day))
 		return false;
-	if (year < 1970 || month < 1 || month > 12 || day < 1 ||
+	if (year < 1 || month < 1 || month > 12 || day < 1 ||
 		day > day_tab[isleap(year)][month - 1])
 		return false;
 	if (*p == ' ' || *p == 'T')

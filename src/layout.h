@@ -105,6 +105,12 @@ SnowflakeTimestamptzToMs(TimestampTz ts)
 	return pg_ms + SNOWFLAKE_UNIX_TO_PG_MS;
 }
 
+/*
+ * A Unix ms as text for messages, in a fresh palloc'd string (several can
+ * appear in one message, unlike timestamptz_to_str's static buffer).
+ */
+extern char *SnowflakeFormatMs(int64 unix_ms);
+
 /* Split a non-negative id into its fields. */
 extern void SnowflakeDecompose(const SnowflakeLayout *layout, int64 id,
 							   SnowflakeFields *fields);

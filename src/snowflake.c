@@ -124,6 +124,14 @@ _PG_init(void)
 	char	   *configured_worker_id = snowflake_configured_value("snowflake.worker_id");
 	char	   *configured_epoch = snowflake_configured_value("snowflake.epoch");
 
+	/*
+	 * A library loaded after start-up cannot define PGC_POSTMASTER variables.
+	 * Then there is no generator either, only the decoders, which need the
+	 * epoch of postgresql.conf: read it as a SIGHUP setting.
+	 */
+	GucContext	startup_context = process_shared_preload_libraries_in_progress ?
+		PGC_POSTMASTER : PGC_SIGHUP;
+
 	DefineCustomIntVariable("snowflake.worker_id",
 							"Worker id written into every id; each server issuing ids for the same tables needs its own.",
 							NULL,
@@ -131,7 +139,7 @@ _PG_init(void)
 							0,
 							0,
 							SnowflakeMaxWorker(&snowflake_layout),
-							PGC_POSTMASTER,
+							startup_context,
 							0,
 							NULL, NULL, NULL);
 
@@ -140,7 +148,7 @@ _PG_init(void)
 							   NULL,
 							   &snowflake_epoch,
 							   SNOWFLAKE_DEFAULT_EPOCH,
-							   PGC_POSTMASTER,
+							   startup_context,
 							   0,
 							   check_epoch, assign_epoch, NULL);
 

@@ -1,0 +1,46 @@
+-- Every bad input and its error.
+SET timezone = 'UTC';
+\set VERBOSITY default
+
+-- negative ids
+SELECT * FROM snowflake_decode(-1);
+SELECT snowflake_timestamp(-9223372036854775808);
+
+-- times the layout cannot express
+SELECT snowflake_from_timestamp('2024-12-31 23:59:59.999+00');
+SELECT snowflake_from_timestamp('2094-09-07 15:47:35.552+00');
+SELECT snowflake_from_timestamp('infinity');
+SELECT snowflake_from_timestamp('-infinity');
+
+-- batch size
+SELECT count(*) FROM snowflake_nextval_batch(-1);
+
+-- the configuration: worker id and epoch need a restart
+SET snowflake.worker_id = 5;
+SET snowflake.epoch = '2024-01-01';
+SET snowflake.rollback_tolerance_ms = 10;
+SET snowflake.no_such_setting = 1;
+
+-- values checked before they reach postgresql.auto.conf
+ALTER SYSTEM SET snowflake.worker_id = 1024;
+ALTER SYSTEM SET snowflake.worker_id = -1;
+ALTER SYSTEM SET snowflake.rollback_tolerance_ms = 10001;
+ALTER SYSTEM SET snowflake.epoch = '2999-01-01';
+ALTER SYSTEM SET snowflake.epoch = '1950-01-01';
+ALTER SYSTEM SET snowflake.epoch = '-2208988800000';
+ALTER SYSTEM SET snowflake.epoch = '12345678901234567';
+ALTER SYSTEM SET snowflake.epoch = 'yesterday';
+ALTER SYSTEM SET snowflake.epoch = '2025-02-29';
+ALTER SYSTEM SET snowflake.epoch = '2025-01-01 24:00:00';
+ALTER SYSTEM SET snowflake.epoch = '2025-01-01 00:00:00.0001+00';
+ALTER SYSTEM SET snowflake.epoch = '2025-01-01 00:00:00+16';
+ALTER SYSTEM SET snowflake.epoch = '2025-01-01 00:00:00 PST';
+ALTER SYSTEM SET snowflake.epoch = '';
+-- accepted spellings (then taken back)
+ALTER SYSTEM SET snowflake.epoch = '2025-01-01T00:00:00Z';
+ALTER SYSTEM SET snowflake.epoch = '2024-06-01 12:30:00.250-05:30';
+ALTER SYSTEM SET snowflake.epoch = '1288834974657';
+ALTER SYSTEM SET snowflake.epoch = '2020-02-29';
+ALTER SYSTEM SET snowflake.epoch = '0';
+ALTER SYSTEM SET snowflake.epoch = '-1';
+ALTER SYSTEM RESET snowflake.epoch;

@@ -1,0 +1,79 @@
+# Configuration: a server without the preload, worker ids and epochs out of
+# range (the server refuses to start), and valid custom settings.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SnowflakeTest;
+
+# Without shared_preload_libraries: CREATE EXTENSION and the decoders work,
+# the generator says what is missing.
+my $plain = PostgreSQL::Test::Cluster->new('plain');
+$plain->init;
+$plain->start;
+$plain->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+for my $call ('SELECT snowflake_nextval()', 'SELECT * FROM snowflake_nextval_batch(3)',
+	'SELECT * FROM snowflake_stats')
+{
+	my ($ret, $stdout, $stderr) = $plain->psql('postgres',
+		"\\set VERBOSITY verbose\n$call");
+	like($stderr,
+		qr/ERROR:  55000: snowflake must be loaded via "shared_preload_libraries".*HINT:  Add "snowflake" to "shared_preload_libraries"/s,
+		"without the preload, $call fails with SQLSTATE 55000 and a hint");
+}
+is($plain->safe_psql('postgres',
+		"SET timezone = 'UTC'; SELECT worker_id, created_at FROM snowflake_decode((1::bigint << 22) | (9 << 12))"),
+	'9|2025-01-01 00:00:00.001+00', 'the decoders work without the preload');
+$plain->stop;
+
+# Values that must stop the server from starting.
+my %refused = (
+	'snowflake.worker_id = 1024' =>
+	  qr/FATAL:  1024 is outside the valid range for parameter "snowflake.worker_id" \(0 .. 1023\)/,
+	'snowflake.worker_id = -1' =>
+	  qr/FATAL:  -1 is outside the valid range for parameter "snowflake.worker_id" \(0 .. 1023\)/,
+	"snowflake.epoch = '2999-01-01'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "2999-01-01"\n.*DETAIL:  The epoch lies in the future/,
+	"snowflake.epoch = '1950-01-01'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "1950-01-01"\n.*DETAIL:  The epoch lies so far back/,
+	"snowflake.epoch = 'soon'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "soon"/,);
+my $n = 0;
+for my $setting (sort keys %refused)
+{
+	my $node = snowflake_node('refused' . $n++, "$setting\n");
+	my $started = $node->start(fail_ok => 1);
+	ok(!$started, "the server refuses to start with $setting");
+	like(slurp_file($node->logfile), $refused{$setting}, "and the log names the setting");
+	$node->stop if $started;
+}
+
+# A custom epoch and the largest worker id.
+my $node = snowflake_node('custom',
+	"snowflake.worker_id = 1023\nsnowflake.epoch = '2024-06-01 12:00:00+02'\n");
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+is($node->safe_psql('postgres',
+		"SET timezone = 'UTC'; SELECT worker_id, epoch FROM snowflake_stats"),
+	'1023|2024-06-01 10:00:00+00', 'the epoch offset is honoured');
+is($node->safe_psql('postgres', q{
+	SELECT d.worker_id, abs(extract(epoch FROM d.created_at - clock_timestamp())) < 5,
+		   (s.id >> 22) = (d.timestamp_ms - 1717236000000)
+	  FROM (SELECT snowflake_nextval() AS id) s, snowflake_decode(s.id) d}),
+	'1023|t|t', 'ids carry worker 1023 and time since the custom epoch');
+$node->stop;
+
+# An epoch as a count of milliseconds (Twitter's).
+$node->append_conf('postgresql.conf', "snowflake.epoch = '1288834974657'\n");
+$node->start;
+is($node->safe_psql('postgres',
+		"SET timezone = 'UTC'; SELECT epoch FROM snowflake_stats"),
+	'2010-11-04 01:42:54.657+00', 'an epoch in milliseconds since 1970');
+$node->stop;
+
+done_testing();
