@@ -1,0 +1,66 @@
+# Shell functions shared by test/run, test/demo and test/bench/run: packages,
+# build and install, running as an unprivileged user, throwaway servers.
+# Source it after setting "top" to the checkout's root.
+
+PG_MAJOR=${PG_MAJOR:-15}
+PGBIN=/usr/lib/postgresql/$PG_MAJOR/bin
+export PATH=$PGBIN:$PATH
+
+sf_as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# sf_as_user CMD...: run as "postgres" when we are root (initdb refuses root).
+sf_as_user() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+# sf_install_packages PKG...: apt-get install those not installed yet.
+sf_install_packages() {
+	local need=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || need+=("$p")
+	done
+	[ ${#need[@]} -eq 0 ] && return 0
+	echo "== installing: ${need[*]}"
+	sf_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+		sf_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			--no-install-recommends "${need[@]}"
+}
+
+# sf_copy_tree: a copy of the checkout without build products, owned by the
+# user the servers run as; prints its path.
+sf_copy_tree() {
+	local work
+	work=$(mktemp -d /tmp/snowflake.XXXXXX)
+	tar -C "$top" --exclude=.git --exclude='./tmp_*' --exclude='./output_iso' \
+		--exclude='./results' --exclude='*.o' --exclude='*.so' -cf - . | tar -C "$work" -xf -
+	[ "$(id -u)" -eq 0 ] && chown -R postgres: "$work"
+	echo "$work"
+}
+
+# sf_build_install DIR [MAKE ARGS...]: build in DIR (as the tree's owner)
+# and install.
+sf_build_install() {
+	local dir=$1
+	shift
+	sf_as_user make -s -C "$dir" --no-print-directory PG_CONFIG="$PGBIN/pg_config" "$@" &&
+		sf_as_root make -s -C "$dir" --no-print-directory PG_CONFIG="$PGBIN/pg_config" install
+}
+
+# sf_start_server DIR PORT [CONF LINE...]: initdb in DIR/data and start a
+# server listening only on a socket in DIR, with snowflake preloaded.
+sf_start_server() {
+	local dir=$1 port=$2
+	shift 2
+	mkdir -p "$dir"
+	[ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
+	sf_as_user initdb -D "$dir/data" -A trust -U postgres >/dev/null || return 1
+	{
+		echo "shared_preload_libraries = 'snowflake'"
+		echo "port = $port"
+		echo "listen_addresses = ''"
+		echo "unix_socket_directories = '$dir'"
+		echo "jit = off"
+		printf '%s\n' "$@"
+	} >>"$dir/data/postgresql.conf"
+	sf_as_user pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
+}
+
+sf_stop_server() { sf_as_user pg_ctl -D "$1/data" -m fast -w stop >/dev/null; }
