@@ -26,7 +26,11 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/timestamp.h"
+#if PG_VERSION_NUM >= 140000
 #include "utils/wait_event.h"
+#else
+#include "pgstat.h"
+#endif
 
 #include "snowflake.h"
 
