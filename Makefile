@@ -2,8 +2,7 @@ EXTENSION = snowflake
 EXTVERSION = 0.1.0
 
 MODULE_big = snowflake
-OBJS = src/snowflake.o src/layout.o src/generator.o src/functions.o
-HEADERS = src/layout.h src/snowflake.h
+OBJS = src/snowflake.o src/layout.o src/generator.o src/mark.o src/functions.o
 
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 

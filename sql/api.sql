@@ -86,6 +86,8 @@ SELECT ids_issued - :issued_before AS issued,
        sequence_waits > 0 AS waited_for_next_ms,
        rollbacks_waited,
        rollbacks_refused,
+       extract(epoch FROM high_water_mark) * 1000 > last_timestamp_ms AS mark_above_last,
+       mark_writes > 0 AS mark_written,
        stats_since <= now() AS since_start
   FROM snowflake_stats;
 

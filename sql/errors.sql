@@ -19,12 +19,15 @@ SELECT count(*) FROM snowflake_nextval_batch(-1);
 SET snowflake.worker_id = 5;
 SET snowflake.epoch = '2024-01-01';
 SET snowflake.rollback_tolerance_ms = 10;
+SET snowflake.mark_interval_ms = 100;
 SET snowflake.no_such_setting = 1;
 
 -- values checked before they reach postgresql.auto.conf
 ALTER SYSTEM SET snowflake.worker_id = 1024;
 ALTER SYSTEM SET snowflake.worker_id = -1;
 ALTER SYSTEM SET snowflake.rollback_tolerance_ms = 10001;
+ALTER SYSTEM SET snowflake.mark_interval_ms = 9;
+ALTER SYSTEM SET snowflake.mark_interval_ms = '2min';
 ALTER SYSTEM SET snowflake.epoch = '2999-01-01';
 ALTER SYSTEM SET snowflake.epoch = '1950-01-01';
 ALTER SYSTEM SET snowflake.epoch = '-2208988800000';

@@ -67,6 +67,9 @@ CREATE FUNCTION snowflake_stats(
 	OUT sequence_waits bigint,
 	OUT rollbacks_waited bigint,
 	OUT rollbacks_refused bigint,
+	OUT high_water_mark timestamptz,
+	OUT mark_writes bigint,
+	OUT startup_wait_ms bigint,
 	OUT stats_since timestamptz)
 RETURNS record
 AS 'MODULE_PATHNAME', 'snowflake_stats'

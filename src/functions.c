@@ -179,8 +179,8 @@ Datum
 snowflake_stats(PG_FUNCTION_ARGS)
 {
 	SnowflakeStats stats;
-	Datum		values[8];
-	bool		nulls[8] = {false};
+	Datum		values[11];
+	bool		nulls[11] = {false};
 
 	GeneratorGetStats(&stats);
 
@@ -192,7 +192,11 @@ snowflake_stats(PG_FUNCTION_ARGS)
 	values[4] = Int64GetDatum(stats.sequence_waits);
 	values[5] = Int64GetDatum(stats.rollbacks_waited);
 	values[6] = Int64GetDatum(stats.rollbacks_refused);
-	values[7] = TimestampTzGetDatum(stats.started_at);
+	values[7] = TimestampTzGetDatum(SnowflakeMsToTimestamptz(stats.mark_ms));
+	nulls[7] = (stats.mark_ms == 0);
+	values[8] = Int64GetDatum(stats.mark_writes);
+	values[9] = Int64GetDatum(stats.startup_wait_ms);
+	values[10] = TimestampTzGetDatum(stats.started_at);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(fn_result_tupdesc(fcinfo),
 													  values, nulls)));

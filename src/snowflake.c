@@ -31,6 +31,7 @@ void		_PG_init(void);
 
 int			snowflake_worker_id = 0;
 int			snowflake_rollback_tolerance_ms = 5;
+int			snowflake_mark_interval_ms = 1000;
 static char *snowflake_epoch = NULL;
 
 SnowflakeLayout snowflake_layout = {
@@ -159,6 +160,23 @@ _PG_init(void)
 							5,
 							0,
 							10000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	/*
+	 * A second of reserve: after a crash the first id waits at most that
+	 * long (about what crash recovery takes anyway), and under full load
+	 * the mark is written about twice a second, against thousands of ids a
+	 * millisecond.
+	 */
+	DefineCustomIntVariable("snowflake.mark_interval_ms",
+							"How far ahead of the clock the durable high-water mark reserves ids.",
+							NULL,
+							&snowflake_mark_interval_ms,
+							1000,
+							10,
+							60000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);

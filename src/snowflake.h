@@ -20,6 +20,7 @@
 /* GUCs (snowflake.c) */
 extern int	snowflake_worker_id;
 extern int	snowflake_rollback_tolerance_ms;
+extern int	snowflake_mark_interval_ms;
 
 /* The layout in force, with the epoch from "snowflake.epoch" (snowflake.c) */
 extern SnowflakeLayout snowflake_layout;
@@ -31,10 +32,14 @@ extern SnowflakeLayout snowflake_layout;
 typedef struct SnowflakeStats
 {
 	int64		last_ms;		/* Unix ms of the last id issued, 0 if none */
+	int64		mark_ms;		/* high-water mark, 0 if none yet */
 	int64		ids_issued;
 	int64		sequence_waits; /* waits for the next ms, sequence exhausted */
 	int64		rollbacks_waited;	/* calls that waited out a rollback */
 	int64		rollbacks_refused;	/* calls refused for a rollback */
+	int64		mark_writes;	/* high-water marks written */
+	int64		startup_wait_ms;	/* how far the mark found at start-up was
+									 * ahead of the clock */
 	TimestampTz started_at;		/* when the counters started */
 } SnowflakeStats;
 

@@ -14,19 +14,12 @@ my $node = snowflake_node('restart', "restart_after_crash = on\n");
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 
-sub above
-{
-	my ($new, $old, $name) = @_;
-	is($node->safe_psql('postgres', "SELECT ${new}::bigint > ${old}::bigint"),
-		't', $name);
-}
-
 for my $mode ('fast', 'immediate', 'fast', 'immediate')
 {
 	my $last = draw_max($node, 20000);
 	$node->stop($mode);
 	$node->start;
-	above(draw_max($node, 10), $last, "ids after a $mode stop are above those before");
+	is_above($node, draw_max($node, 10), $last, "ids after a $mode stop are above those before");
 }
 
 # SIGKILL of a backend: the postmaster kills every backend and builds shared
@@ -50,7 +43,7 @@ $node->poll_query_until('postgres', 'SELECT true')
 
 isnt($node->safe_psql('postgres', 'SELECT stats_since FROM snowflake_stats'),
 	$since, 'shared memory was built anew after the crash');
-above(draw_max($node, 10), $last, 'ids after a backend crash are above those before');
+is_above($node, draw_max($node, 10), $last, 'ids after a backend crash are above those before');
 is($node->safe_psql('postgres',
 		'SELECT ids_issued, sequence_waits, rollbacks_refused FROM snowflake_stats'),
 	'10|0|0', 'the counters restarted with shared memory');

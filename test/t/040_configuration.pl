@@ -20,9 +20,7 @@ $plain->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 for my $call ('SELECT snowflake_nextval()', 'SELECT * FROM snowflake_nextval_batch(3)',
 	'SELECT * FROM snowflake_stats')
 {
-	my ($ret, $stdout, $stderr) = $plain->psql('postgres',
-		"\\set VERBOSITY verbose\n$call");
-	like($stderr,
+	like(psql_stderr($plain, $call),
 		qr/ERROR:  55000: snowflake must be loaded via "shared_preload_libraries".*HINT:  Add "snowflake" to "shared_preload_libraries"/s,
 		"without the preload, $call fails with SQLSTATE 55000 and a hint");
 }
