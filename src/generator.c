@@ -266,6 +266,7 @@ gen_extend_mark(bool wait)
 {
 	SnowflakeMark m;
 	bool		needed;
+	int64		current_mark;
 
 	if (wait)
 		LWLockAcquire(gen->mark_lock, LW_EXCLUSIVE);
@@ -275,22 +276,25 @@ gen_extend_mark(bool wait)
 	m.written_ms = GeneratorClockMs();
 	LWLockAcquire(gen->lock, LW_SHARED);
 	needed = m.written_ms >= gen->refresh_ms;
+	current_mark = gen->mark_ms;
 	LWLockRelease(gen->lock);
 
 	if (needed)
 	{
-		m.mark_ms = m.written_ms + snowflake_mark_interval_ms;
+		/*
+		 * Never below the mark in force: ids may have been issued up to it,
+		 * even if this backend's snowflake.mark_interval_ms (reloaded at its
+		 * own pace) is shorter than the writer's before.
+		 */
+		m.mark_ms = Max(m.written_ms + snowflake_mark_interval_ms, current_mark);
 		m.clean = false;
 		m.worker_id = snowflake_worker_id;
 		m.layout = snowflake_layout;
 		if (MarkWrite(&m, wait ? ERROR : WARNING))
 		{
 			LWLockAcquire(gen->lock, LW_EXCLUSIVE);
-			if (m.mark_ms > gen->mark_ms)
-			{
-				gen->mark_ms = m.mark_ms;
-				gen->refresh_ms = m.mark_ms - snowflake_mark_interval_ms / 2;
-			}
+			gen->mark_ms = m.mark_ms;
+			gen->refresh_ms = m.mark_ms - snowflake_mark_interval_ms / 2;
 			gen->mark_writes++;
 			LWLockRelease(gen->lock);
 		}
