@@ -35,6 +35,24 @@ for my $i (0 .. $#modes)
 	}
 }
 
+# Ids handed to a transaction that rolled back, and to a read-only one,
+# count as issued all the same.
+$node->safe_psql('postgres', 'CREATE TABLE t (id bigint DEFAULT snowflake_nextval())');
+my $rolled_back = $node->safe_psql('postgres', q{
+	BEGIN;
+	INSERT INTO t SELECT FROM generate_series(1, 20000);
+	SELECT max(id) FROM t;
+	ROLLBACK;});
+my $read_only = $node->safe_psql('postgres', q{
+	BEGIN TRANSACTION READ ONLY;
+	SELECT max(snowflake_nextval()) FROM generate_series(1, 20000);
+	COMMIT;});
+$node->stop('immediate');
+$node->start;
+my $first = $node->safe_psql('postgres', 'SELECT snowflake_nextval()');
+is_above($node, $first, $rolled_back, 'the first id after a crash is above ids of a rolled-back transaction');
+is_above($node, $first, $read_only, 'and above ids drawn in a read-only transaction');
+
 # The mark on disk after a clean stop is exactly the last millisecond + 1.
 my $last = draw_max($node, 10);
 $node->stop('fast');

@@ -39,6 +39,8 @@ my %broken = (
 		qr/DETAIL:  The file is 20 bytes long, not 56\./ ],
 	'an empty file' => [ sub { '' }, qr/DETAIL:  The file is 0 bytes long, not 56\./ ],
 	'trailing bytes' => [ sub { shift() . 'x' }, qr/DETAIL:  The file is longer than 56 bytes\./ ],
+	'a newer format' => [ sub { my $b = shift; substr($b, 4, 4) = pack('L', 2); $b },
+		qr/DETAIL:  The file has format version 2; this build reads version 1\./ ],
 	'a foreign file' => [ sub { 'not a mark' . ("\0" x 46) },
 		qr/DETAIL:  The file does not start with the magic number/ ],);
 my $saved = slurp_file($mark);
