@@ -6,6 +6,15 @@ PG_MAJOR=${PG_MAJOR:-15}
 PGBIN=/usr/lib/postgresql/$PG_MAJOR/bin
 export PATH=$PGBIN:$PATH
 
+# sf_hold_install_lock: until this shell exits, keep other runs of these
+# scripts on this machine from installing another build of the extension
+# under our suites (the server loads whatever is installed).
+sf_hold_install_lock() {
+	exec 9>/tmp/snowflake-install.lock
+	chmod a+rw /tmp/snowflake-install.lock 2>/dev/null || true
+	flock 9
+}
+
 sf_as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # sf_as_user CMD...: run as "postgres" when we are root (initdb refuses root).
@@ -60,7 +69,8 @@ sf_start_server() {
 		echo "jit = off"
 		printf '%s\n' "$@"
 	} >>"$dir/data/postgresql.conf"
-	sf_as_user pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
+	# (without fd 9: a server left running must not hold the install lock)
+	sf_as_user pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null 9>&-
 }
 
 sf_stop_server() { sf_as_user pg_ctl -D "$1/data" -m fast -w stop >/dev/null; }
