@@ -2,7 +2,7 @@ EXTENSION = snowflake
 EXTVERSION = 0.1.0
 
 MODULE_big = snowflake
-OBJS = src/snowflake.o src/layout.o src/generator.o src/mark.o src/functions.o
+OBJS = src/snowflake.o src/layout.o src/generator.o src/mark.o src/functions.o src/uuidv7.o
 
 DATA = sql/$(EXTENSION)--$(EXTVERSION).sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 
@@ -15,10 +15,10 @@ endif
 # Every suite runs on a temporary instance with the library preloaded.
 TEST_CONF = $(CURDIR)/test/snowflake.conf
 
-REGRESS = layout api errors
+REGRESS = layout api errors uuidv7
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF)
 
-ISOLATION = concurrent
+ISOLATION = concurrent uuidv7_concurrent
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_isolation \
 	--temp-config=$(TEST_CONF)
 

@@ -83,3 +83,31 @@ CREATE VIEW snowflake_stats AS
 
 COMMENT ON VIEW snowflake_stats IS
 'state and counters of the server''s Snowflake generator';
+
+-- UUIDv7 (RFC 9562) from one shared generator: strictly increasing across
+-- every backend of the server.  VOLATILE and PARALLEL SAFE like
+-- snowflake_nextval(), and it too needs shared_preload_libraries.
+CREATE FUNCTION snowflake_uuidv7()
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'snowflake_uuidv7'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_uuidv7() IS
+'new UUIDv7, increasing across the whole server';
+
+-- IMMUTABLE: a UUIDv7 carries Unix milliseconds, no setting is involved.
+CREATE FUNCTION snowflake_uuidv7_timestamp(id uuid)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'snowflake_uuidv7_timestamp'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_uuidv7_timestamp(uuid) IS
+'creation time of a UUIDv7';
+
+CREATE FUNCTION snowflake_uuidv7_from_timestamp(ts timestamptz)
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'snowflake_uuidv7_from_timestamp'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_uuidv7_from_timestamp(timestamptz) IS
+'smallest UUIDv7 of the millisecond of ts';

@@ -18,6 +18,7 @@
 #include "utils/guc.h"
 
 #include "snowflake.h"
+#include "uuidv7.h"
 
 #if PG_VERSION_NUM >= 180000
 PG_MODULE_MAGIC_EXT(.name = "snowflake",.version = SNOWFLAKE_VERSION);
@@ -108,6 +109,7 @@ snowflake_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	GeneratorShmemRequest();
+	Uuidv7ShmemRequest();
 }
 #endif
 
@@ -117,6 +119,7 @@ snowflake_shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	GeneratorShmemStartup();
+	Uuidv7ShmemStartup();
 }
 
 void
@@ -198,6 +201,7 @@ _PG_init(void)
 	shmem_request_hook = snowflake_shmem_request;
 #else
 	GeneratorShmemRequest();
+	Uuidv7ShmemRequest();
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = snowflake_shmem_startup;
