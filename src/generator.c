@@ -216,14 +216,21 @@ GeneratorShmemStartup(void)
 		on_shmem_exit(gen_shmem_shutdown, (Datum) 0);
 }
 
+void
+SnowflakeReportNotPreloaded(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("snowflake must be loaded via \"shared_preload_libraries\""),
+			 errhint("Add \"snowflake\" to \"shared_preload_libraries\" in postgresql.conf and restart the server.")));
+	pg_unreachable();
+}
+
 static void
 gen_require_state(void)
 {
 	if (unlikely(gen == NULL))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("snowflake must be loaded via \"shared_preload_libraries\""),
-				 errhint("Add \"snowflake\" to \"shared_preload_libraries\" in postgresql.conf and restart the server.")));
+		SnowflakeReportNotPreloaded();
 }
 
 /*

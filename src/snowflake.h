@@ -49,5 +49,10 @@ extern void GeneratorShmemStartup(void);
 extern int64 GeneratorReserve(int32 count, int32 *reserved);
 extern void GeneratorGetStats(SnowflakeStats *stats);
 extern int64 GeneratorClockMs(void);
+#ifdef pg_noreturn				/* PostgreSQL 18 replaced the attribute */
+extern pg_noreturn void SnowflakeReportNotPreloaded(void);
+#else
+extern void SnowflakeReportNotPreloaded(void) pg_attribute_noreturn();
+#endif
 
 #endif							/* SNOWFLAKE_H */

@@ -123,10 +123,7 @@ snowflake_uuidv7(PG_FUNCTION_ARGS)
 	uint64		counter;
 
 	if (unlikely(uuidv7 == NULL))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("snowflake must be loaded via \"shared_preload_libraries\""),
-				 errhint("Add \"snowflake\" to \"shared_preload_libraries\" in postgresql.conf and restart the server.")));
+		SnowflakeReportNotPreloaded();
 
 	LWLockAcquire(uuidv7->lock, LW_EXCLUSIVE);
 	now = GeneratorClockMs();

@@ -12,19 +12,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use SnowflakeTest;
 
-my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
-plan skip_all => "$libfaketime is not installed" unless -f $libfaketime;
-
 my $offset_file = "$PostgreSQL::Test::Utils::tmp_check/faketime_offset";
-
-sub step_clock
-{
-	my ($offset) = @_;
-	open(my $fh, '>', "$offset_file.tmp") or die $!;
-	print $fh "$offset\n";
-	close($fh) or die $!;
-	rename("$offset_file.tmp", $offset_file) or die $!;
-}
 
 # Timeouts misbehave while the offset changes (see TESTING.md): keep them off.
 my $node = snowflake_node('clock', q{
@@ -32,22 +20,14 @@ snowflake.rollback_tolerance_ms = 5000
 statement_timeout = 0
 lock_timeout = 0
 });
-step_clock('+0s');
-{
-	local $ENV{LD_PRELOAD} = $libfaketime;
-	local $ENV{FAKETIME_TIMESTAMP_FILE} = $offset_file;
-	local $ENV{FAKETIME_NO_CACHE} = '1';
-	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
-	local $ENV{NO_FAKE_STAT} = '1';
-	$node->start;
-}
+start_with_fake_clock($node, $offset_file);
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 
 my $id1 = draw_max($node, 100);
 
 # Back by 3 s, within the 5 s tolerance: the call waits for the clock to
 # pass the last id's millisecond, then issues a larger id.
-step_clock('-3s');
+step_clock($offset_file, '-3s');
 my $started = time();
 my $id2 = draw_max($node, 1);
 my $elapsed = time() - $started;
@@ -58,7 +38,7 @@ is($node->safe_psql('postgres', 'SELECT rollbacks_waited, rollbacks_refused FROM
 
 # Back by an hour: refused, state untouched.
 my $last_ms = $node->safe_psql('postgres', 'SELECT last_timestamp_ms FROM snowflake_stats');
-step_clock('-3600s');
+step_clock($offset_file, '-3600s');
 my $stderr = psql_stderr($node, 'SELECT snowflake_nextval()');
 like($stderr, qr/ERROR:  58000: clock moved backwards by 3[56]\d{5} ms/,
 	'with SQLSTATE 58000 and the size of the step');
@@ -69,12 +49,12 @@ is($node->safe_psql('postgres',
 	"$last_ms|1", 'the refusal left the state untouched and is counted');
 
 # The clock comes back: ids are issued again, above the earlier ones.
-step_clock('+0s');
+step_clock($offset_file, '+0s');
 my $id3 = draw_max($node, 10);
 is_above($node, $id3, $id2, 'once the clock is forward again ids are issued, increasing');
 
 # A wait for the clock reacts to a query cancel.
-step_clock('-8s');
+step_clock($offset_file, '-8s');
 $node->safe_psql('postgres', 'ALTER SYSTEM SET snowflake.rollback_tolerance_ms = 10000; SELECT pg_reload_conf()');
 my $waiter = $node->background_psql('postgres', on_error_stop => 0);
 $waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT snowflake_nextval();\n");
@@ -92,6 +72,6 @@ $stderr = psql_stderr($node, "SET statement_timeout = '300ms';\nSELECT snowflake
 like($stderr, qr/canceling statement due to statement timeout/,
 	'statement_timeout interrupts the wait for the clock');
 
-step_clock('+0s');
+step_clock($offset_file, '+0s');
 $node->stop;
 done_testing();

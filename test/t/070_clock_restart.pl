@@ -12,19 +12,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use SnowflakeTest;
 
-my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
-plan skip_all => "$libfaketime is not installed" unless -f $libfaketime;
-
 my $offset_file = "$PostgreSQL::Test::Utils::tmp_check/faketime_offset_restart";
-
-sub step_clock
-{
-	my ($offset) = @_;
-	open(my $fh, '>', "$offset_file.tmp") or die $!;
-	print $fh "$offset\n";
-	close($fh) or die $!;
-	rename("$offset_file.tmp", $offset_file) or die $!;
-}
 
 my $node = snowflake_node('clock_restart', q{
 snowflake.rollback_tolerance_ms = 3000
@@ -32,25 +20,14 @@ statement_timeout = 0
 lock_timeout = 0
 });
 
-sub start_faked
-{
-	local $ENV{LD_PRELOAD} = $libfaketime;
-	local $ENV{FAKETIME_TIMESTAMP_FILE} = $offset_file;
-	local $ENV{FAKETIME_NO_CACHE} = '1';
-	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
-	local $ENV{NO_FAKE_STAT} = '1';
-	$node->start;
-}
-
-step_clock('+0s');
-start_faked();
+start_with_fake_clock($node, $offset_file);
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 my $before = draw_max($node, 1000);
 
 # Back by 2 s over a clean restart, within the 3 s tolerance: waited out.
 $node->stop('fast');
-step_clock('-2s');
-start_faked();
+step_clock($offset_file, '-2s');
+start_with_fake_clock($node, $offset_file);
 my $started = time();
 my $first = draw_max($node, 1);
 my $elapsed = time() - $started;
@@ -62,8 +39,8 @@ $before = draw_max($node, 1000);
 
 # Back by an hour over a restart: the server starts, calls are refused.
 $node->stop('fast');
-step_clock('-3600s');
-start_faked();
+step_clock($offset_file, '-3600s');
+start_with_fake_clock($node, $offset_file);
 my $stderr = psql_stderr($node, 'SELECT snowflake_nextval()');
 like($stderr, qr/ERROR:  58000: clock is 3[56]\d{5} ms behind the high-water mark/,
 	'an hour back over a restart is refused with SQLSTATE 58000 and the distance');
@@ -73,7 +50,7 @@ is($node->safe_psql('postgres', 'SELECT rollbacks_refused, ids_issued FROM snowf
 	'1|0', 'the refusal is counted and nothing was issued');
 
 # The clock comes forward again: ids are issued, above the earlier ones.
-step_clock('+0s');
+step_clock($offset_file, '+0s');
 $first = draw_max($node, 1);
 is_above($node, $first, $before, 'once the clock is past the mark ids are issued again, increasing');
 
