@@ -1,5 +1,5 @@
-# Helpers shared by the TAP tests: a node with the library preloaded, and
-# drawing ids from it.
+# Helpers shared by the TAP tests: a node with the library preloaded,
+# drawing and comparing ids, and stepping a server's clock.
 package SnowflakeTest;
 
 use strict;
@@ -7,11 +7,13 @@ use warnings;
 
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
+use Test::More;
 
-our @EXPORT = qw(snowflake_node draw_max is_above psql_stderr step_clock start_with_fake_clock);
+our @EXPORT =
+  qw(snowflake_node draw_max is_above psql_stderr step_clock start_with_fake_clock);
 
-# A new node with snowflake preloaded and the extension created on start-up
-# by the caller; $conf is appended to postgresql.conf.
+# A new node with snowflake preloaded; $conf is appended to postgresql.conf.
+# The caller starts it and creates the extension.
 sub snowflake_node
 {
 	my ($name, $conf) = @_;
@@ -38,41 +40,9 @@ sub draw_max
 sub is_above
 {
 	my ($node, $new, $old, $name) = @_;
-	local $Test::Builder::Level = $Test::Builder::Level + # Stepping the clock of a running server with libfaketime (see TESTING.md):
-# the server reads the offset from $offset_file at every clock call.
-my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
 
-# Write an offset such as "-3s" or "+0s" (atomically: the server reads it
-# at any moment).
-sub step_clock
-{
-	my ($offset_file, $offset) = @_;
-	open(my $fh, '>', "$offset_file.tmp") or die $!;
-	print $fh "$offset\n";
-	close($fh) or die $!;
-	rename("$offset_file.tmp", $offset_file) or die $!;
-}
-
-# Start $node with its clock under libfaketime, offset +0s.  Keep the
-# server's timeouts at 0 in such tests: they misbehave while the offset
-# changes.
-sub start_with_fake_clock
-{
-	my ($node, $offset_file) = @_;
-
-	die "$libfaketime is missing: test/run installs libfaketime" unless -f $libfaketime;
-	step_clock($offset_file, '+0s') unless -f $offset_file;
-	local $ENV{LD_PRELOAD} = $libfaketime;
-	local $ENV{FAKETIME_TIMESTAMP_FILE} = $offset_file;
-	local $ENV{FAKETIME_NO_CACHE} = '1';
-	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
-	local $ENV{NO_FAKE_STAT} = '1';
-	$node->start;
-}
-
-1;
-
-	Test::More::is($node->safe_psql('postgres', "SELECT ${new}::bigint > ${old}::bigint"),
+	is($node->safe_psql('postgres', "SELECT ${new}::bigint > ${old}::bigint"),
 		't', $name);
 }
 
@@ -89,25 +59,27 @@ sub psql_stderr
 # the server reads the offset from $offset_file at every clock call.
 my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
-# Write an offset such as "-3s" or "+0s" (atomically: the server reads it
-# at any moment).
+# Write an offset such as "-3s" or "+0s", atomically: the server may read
+# the file at any moment.
 sub step_clock
 {
 	my ($offset_file, $offset) = @_;
+
 	open(my $fh, '>', "$offset_file.tmp") or die $!;
 	print $fh "$offset\n";
 	close($fh) or die $!;
 	rename("$offset_file.tmp", $offset_file) or die $!;
 }
 
-# Start $node with its clock under libfaketime, offset +0s.  Keep the
-# server's timeouts at 0 in such tests: they misbehave while the offset
-# changes.
+# Start $node with its clock under libfaketime (offset +0s unless the file
+# says otherwise).  Keep the server's timeouts at 0 in such tests: they
+# misbehave while the offset changes.
 sub start_with_fake_clock
 {
 	my ($node, $offset_file) = @_;
 
-	die "$libfaketime is missing: test/run installs libfaketime" unless -f $libfaketime;
+	die "$libfaketime is missing: test/run installs libfaketime"
+	  unless -f $libfaketime;
 	step_clock($offset_file, '+0s') unless -f $offset_file;
 	local $ENV{LD_PRELOAD} = $libfaketime;
 	local $ENV{FAKETIME_TIMESTAMP_FILE} = $offset_file;
