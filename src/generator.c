@@ -319,7 +319,7 @@ gen_report_problem(void)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("high-water mark file \"%s\" is invalid", SNOWFLAKE_MARK_FILE),
 				 errdetail_internal("%s", gen->problem_detail),
-				 errhint("Without the mark, ids could repeat ids issued before. Once the clock is past the last id this server issued (for example snowflake_timestamp(max(id)) over its tables), remove the file from the data directory and restart the server.")));
+				 errhint("Without the mark, ids could repeat ids issued before. Once the clock is past every id this server can have issued (past the file's modification time plus \"snowflake.mark_interval_ms\", and past snowflake_timestamp(max(id)) over its tables), remove the file from the data directory and restart the server.")));
 	if (gen->problem == PROBLEM_LAYOUT_CHANGED)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

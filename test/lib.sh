@@ -73,4 +73,10 @@ sf_start_server() {
 	sf_as_user pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null 9>&-
 }
 
+# sf_median: the median of the numbers on standard input, one a line.
+sf_median() {
+	grep . | sort -g |
+		awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 sf_stop_server() { sf_as_user pg_ctl -D "$1/data" -m fast -w stop >/dev/null; }
