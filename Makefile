@@ -15,7 +15,7 @@ endif
 # Every suite runs on a temporary instance with the library preloaded.
 TEST_CONF = $(CURDIR)/test/snowflake.conf
 
-REGRESS = layout api errors
+REGRESS = layout api errors convert
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF)
 
 ISOLATION = concurrent
