@@ -105,7 +105,9 @@ COMMENT ON VIEW snowflake_stats IS
 -- pg_catalog (then pg_temp, last, so temporary objects cannot shadow
 -- catalog ones) so that a hostile search_path cannot redirect its calls and
 -- catalog lookups; table and sequence names come from regclass values and
--- are printed schema-qualified under that path.  VOLATILE, PARALLEL UNSAFE:
+-- are printed schema-qualified under that path (and in messages as
+-- regclass prints them, quoted where SQL needs it, like PostgreSQL's own
+-- "must be owner of table ..." messages).  VOLATILE, PARALLEL UNSAFE:
 -- it runs DDL.  Not STRICT: a NULL table (from to_regclass, say) must be an
 -- error, not silently nothing.  ROWS 10: it returns a few statements.
 CREATE FUNCTION snowflake_convert_column(
@@ -126,7 +128,6 @@ DECLARE
 	v_kind "char";
 	v_att record;			-- the column converted
 	v_default text;
-	v_seq oid;
 	v_tree oid[];			-- tbl and every partition and child table below it
 	v_rels oid[] := '{}';	-- the columns to give bigint: their root tables,
 	v_atts name[] := '{}';	-- ... and their names (tbl's column first)
@@ -176,7 +177,7 @@ BEGIN
 			USING ERRCODE = 'undefined_table';
 	END IF;
 	IF v_kind NOT IN ('r', 'p') THEN
-		RAISE EXCEPTION '"%" is not a table', tbl
+		RAISE EXCEPTION '% is not a table', tbl
 			USING ERRCODE = 'wrong_object_type',
 				  DETAIL = format('It is %s; only ordinary and partitioned tables can be converted.',
 								  CASE v_kind
@@ -189,7 +190,7 @@ BEGIN
 								  END);
 	END IF;
 	IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = tbl), 'USAGE') THEN
-		RAISE EXCEPTION 'must be owner of table "%"', tbl
+		RAISE EXCEPTION 'must be owner of table %', tbl
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
 
@@ -199,7 +200,7 @@ BEGIN
 	  FROM pg_attribute a
 	 WHERE a.attrelid = tbl AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'column "%" of table "%" does not exist', col, tbl
+		RAISE EXCEPTION 'column "%" of table % does not exist', col, tbl
 			USING ERRCODE = 'undefined_column',
 				  HINT = 'Name the column to convert as the second argument; it defaults to "id".';
 	END IF;
@@ -212,12 +213,12 @@ BEGIN
 		 WHERE i.inhrelid = tbl
 		 ORDER BY i.inhseqno
 		 LIMIT 1;
-		RAISE EXCEPTION 'column "%" of table "%" is inherited from table "%"', col, tbl, v_text
+		RAISE EXCEPTION 'column "%" of table % is inherited from table %', col, tbl, v_text
 			USING ERRCODE = 'invalid_table_definition',
-				  HINT = format('Convert the column of table "%s": the conversion covers its partitions and child tables.', v_text);
+				  HINT = format('Convert the column of table %s: the conversion covers its partitions and child tables.', v_text);
 	END IF;
 	IF v_att.atttypid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
-		RAISE EXCEPTION 'column "%" of table "%" is of type %, not an integer type',
+		RAISE EXCEPTION 'column "%" of table % is of type %, not an integer type',
 						col, tbl, v_att.typname
 			USING ERRCODE = 'datatype_mismatch',
 				  HINT = 'Only smallint, integer and bigint columns can take Snowflake ids.';
@@ -230,7 +231,7 @@ BEGIN
 	  FROM pg_attrdef ad
 	 WHERE ad.adrelid = tbl AND ad.adnum = v_att.attnum;
 	IF v_att.attgenerated <> '' THEN
-		RAISE EXCEPTION 'column "%" of table "%" is a generated column', col, tbl
+		RAISE EXCEPTION 'column "%" of table % is a generated column', col, tbl
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = format('It is generated as %s.', v_default);
 	END IF;
@@ -243,7 +244,7 @@ BEGIN
 						 JOIN pg_class s ON s.oid = d.refobjid AND s.relkind = 'S'
 						WHERE ad.adrelid = tbl AND ad.adnum = v_att.attnum
 						  AND v_default = format('nextval(%L::regclass)', s.oid::regclass)) THEN
-		RAISE EXCEPTION 'column "%" of table "%" has no sequence or identity to replace', col, tbl
+		RAISE EXCEPTION 'column "%" of table % has no sequence or identity to replace', col, tbl
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = CASE WHEN v_default IS NULL THEN 'It has no default.'
 								ELSE format('Its default is %s.', v_default) END,
@@ -264,7 +265,7 @@ BEGIN
 	 WHERE c.oid = ANY (v_tree) AND c.relkind = 'f'
 	 LIMIT 1;
 	IF FOUND THEN
-		RAISE EXCEPTION 'partition "%" of table "%" is a foreign table', v_text, tbl
+		RAISE EXCEPTION 'partition % of table % is a foreign table', v_text, tbl
 			USING ERRCODE = 'wrong_object_type',
 				  DETAIL = 'The type of a foreign table''s column changes only here, not on the server that stores its rows, which could not hold the new ids.';
 	END IF;
@@ -321,14 +322,14 @@ BEGIN
 	END LOOP;
 
 	-- A referencing column of another type (a domain, say) would lose it.
-	SELECT format('column "%s" of table "%s" is of type %s', a.attname, a.attrelid::regclass,
+	SELECT format('column "%s" of table %s is of type %s', a.attname, a.attrelid::regclass,
 				  format_type(a.atttypid, a.atttypmod)) INTO v_text
 	  FROM generate_subscripts(v_rels, 1) AS k(n)
 	  JOIN pg_attribute a ON a.attrelid = v_rels[k.n] AND a.attname = v_atts[k.n]
 	 WHERE a.atttypid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype)
 	 LIMIT 1;
 	IF FOUND THEN
-		RAISE EXCEPTION '% and references column "%" of table "%"', v_text, col, tbl
+		RAISE EXCEPTION '% and references column "%" of table %', v_text, col, tbl
 			USING ERRCODE = 'datatype_mismatch',
 				  DETAIL = 'A column referencing a converted one becomes bigint, and only smallint, integer and bigint columns are changed.';
 	END IF;
@@ -341,9 +342,12 @@ BEGIN
 
 	-- The sequences: identities' (dropped with the identity), those owned
 	-- by the column (serial), those the defaults call.
+	-- (A partition's identity, from PostgreSQL 17 on, is its parent's, and
+	-- goes with it; before 17 partitions have none.)
 	SELECT array_agg(DISTINCT a.attrelid), array_agg(DISTINCT d.objid)
 	  INTO v_identity, v_idseqs
 	  FROM pg_attribute a
+	  JOIN pg_class c ON c.oid = a.attrelid AND NOT c.relispartition
 	  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
 					  AND d.refobjid = a.attrelid AND d.refobjsubid = a.attnum AND d.deptype = 'i'
 	 WHERE a.attrelid = ANY (v_tree) AND a.attname = col AND a.attidentity <> '';
@@ -380,7 +384,7 @@ BEGIN
 	-- Converted already (by an earlier call, or by hand): a no-op.
 	IF cardinality(v_widen) = 0 AND cardinality(v_identity) = 0 AND NOT v_set_default
 	   AND cardinality(v_owned) = 0 AND cardinality(v_dropseqs) = 0 THEN
-		RAISE NOTICE 'column "%" of table "%" already takes Snowflake ids, skipping', col, tbl;
+		RAISE NOTICE 'column "%" of table % already takes Snowflake ids, skipping', col, tbl;
 		RETURN;
 	END IF;
 
@@ -400,11 +404,11 @@ BEGIN
 	 ORDER BY 1
 	 LIMIT 1;
 	IF FOUND THEN
-		RAISE EXCEPTION 'must be owner of % "%"',
+		RAISE EXCEPTION 'must be owner of % %',
 						CASE WHEN v_text::regclass = ANY (v_owned || v_dropseqs)
 							 THEN 'sequence' ELSE 'table' END, v_text
 			USING ERRCODE = 'insufficient_privilege',
-				  DETAIL = format('Converting column "%s" of table "%s" changes "%s" too.', col, tbl, v_text);
+				  DETAIL = format('Converting column "%s" of table %s changes %s too.', col, tbl, v_text);
 	END IF;
 
 	-- PostgreSQL cannot change the type of a column that a view, rule,
@@ -421,21 +425,21 @@ BEGIN
 			   CASE d.classid
 				   WHEN 'pg_rewrite'::regclass THEN
 					   (SELECT CASE WHEN r.rulename = '_RETURN' AND c.relkind = 'm'
-									THEN format('materialized view "%s"', c.oid::regclass)
+									THEN format('materialized view %s', c.oid::regclass)
 									WHEN r.rulename = '_RETURN'
-									THEN format('view "%s"', c.oid::regclass)
-									ELSE format('rule "%s" on table "%s"', r.rulename, c.oid::regclass)
+									THEN format('view %s', c.oid::regclass)
+									ELSE format('rule "%s" on table %s', r.rulename, c.oid::regclass)
 							   END
 						  FROM pg_rewrite r JOIN pg_class c ON c.oid = r.ev_class
 						 WHERE r.oid = d.objid)
 				   WHEN 'pg_trigger'::regclass THEN
-					   (SELECT format('trigger "%s" on table "%s"', tg.tgname, tg.tgrelid::regclass)
+					   (SELECT format('trigger "%s" on table %s', tg.tgname, tg.tgrelid::regclass)
 						  FROM pg_trigger tg WHERE tg.oid = d.objid)
 				   WHEN 'pg_policy'::regclass THEN
-					   (SELECT format('policy "%s" on table "%s"', p.polname, p.polrelid::regclass)
+					   (SELECT format('policy "%s" on table %s', p.polname, p.polrelid::regclass)
 						  FROM pg_policy p WHERE p.oid = d.objid)
 				   ELSE
-					   (SELECT format('generated column "%s" of table "%s"', ga.attname, ga.attrelid::regclass)
+					   (SELECT format('generated column "%s" of table %s', ga.attname, ga.attrelid::regclass)
 						  FROM pg_attrdef ad
 						  JOIN pg_attribute ga ON ga.attrelid = ad.adrelid AND ga.attnum = ad.adnum
 						 WHERE ad.oid = d.objid)
@@ -449,7 +453,7 @@ BEGIN
 				AND NOT EXISTS (SELECT FROM pg_attrdef own
 								 WHERE own.oid = d.objid AND own.adnum = a.attnum))
 	)
-	SELECT format('%s depends on the type of column "%s" of table "%s"',
+	SELECT format('%s depends on the type of column "%s" of table %s',
 				  o.what, o.attname, o.attrelid::regclass),
 		   o.what,
 		   (SELECT string_agg(o2.what, ', ' ORDER BY o2.what) FROM obstacles o2 WHERE o2.what <> o.what)
@@ -460,8 +464,8 @@ BEGIN
 	IF FOUND THEN
 		RAISE EXCEPTION '%', v_text
 			USING ERRCODE = 'dependent_objects_still_exist',
-				  DETAIL = 'Converting column "' || col || '" of table "' || tbl::text
-						   || '" changes that column to bigint, and PostgreSQL cannot change the type of a column that a view, rule, trigger, policy or generated column uses.'
+				  DETAIL = 'Converting column "' || col || '" of table ' || tbl::text
+						   || ' changes that column to bigint, and PostgreSQL cannot change the type of a column that a view, rule, trigger, policy or generated column uses.'
 						   || CASE WHEN v_others IS NULL THEN ''
 								   ELSE format(' Also in the way: %s.', v_others) END,
 				  HINT = format('Drop %s, convert the column, and create it again, in one transaction.', v_text2);
@@ -470,7 +474,7 @@ BEGIN
 	-- A sequence to be dropped must serve nothing else: an identity's goes
 	-- with DROP IDENTITY, and DROP SEQUENCE's own hint (CASCADE) would drop
 	-- the other users' defaults.
-	SELECT format('sequence "%s" is used by other objects', s.seq::regclass),
+	SELECT format('sequence %s is used by other objects', s.seq::regclass),
 		   string_agg(pg_describe_object(d.classid, d.objid, d.objsubid), ', '
 					  ORDER BY pg_describe_object(d.classid, d.objid, d.objsubid)),
 		   s.seq = ANY (v_idseqs)
@@ -522,7 +526,7 @@ BEGIN
 	EXECUTE format('SELECT %s', v_call) INTO v_next;
 	IF v_max >= v_next THEN
 		EXECUTE format('SELECT %I.snowflake_timestamp($1)::text', v_nsp) INTO v_text USING v_max;
-		RAISE EXCEPTION 'column "%" of table "%" holds values not below the next Snowflake id', col, tbl
+		RAISE EXCEPTION 'column "%" of table % holds values not below the next Snowflake id', col, tbl
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = format('Its largest value is %s, which Snowflake ids reach only at %s: until then new ids could repeat existing values.', v_max, v_text),
 				  HINT = 'Keep the column''s current default, or renumber those rows first.';
@@ -592,7 +596,8 @@ BEGIN
 				v_stmts := v_stmts || format('SELECT pg_catalog.setval(%L, %s, true)', v_r.name, v_last);
 			END IF;
 			IF v_r.relowner <> (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user) THEN
-				v_stmts := v_stmts || format('ALTER SEQUENCE %s OWNER TO %I', v_r.name, v_r.relowner::regrole);
+				-- (regrole prints a quoted name where one is needed)
+				v_stmts := v_stmts || format('ALTER SEQUENCE %s OWNER TO %s', v_r.name, v_r.relowner::regrole);
 			END IF;
 		END LOOP;
 	END IF;

@@ -168,7 +168,7 @@ INSERT INTO event_notes SELECT id, day FROM e RETURNING event_id > $source_max;
 	my ($ret, $out, $err) = $n->psql($db,
 		"SELECT count(*) FROM sfx.snowflake_convert_column('customers')");
 	is($out, '0', "$where: converting again does nothing");
-	like($err, qr/NOTICE:  column "id" of table "public.customers" already takes Snowflake ids, skipping/,
+	like($err, qr/NOTICE:  column "id" of table public.customers already takes Snowflake ids, skipping/,
 		"$where: and says so");
 	return;
 }
