@@ -1,0 +1,396 @@
+-- snowflake_convert_column(): serial, bigserial, identity and nextval()
+-- columns turned into Snowflake ids, with every foreign key referencing
+-- them.  Ids are never printed: only comparisons and counts.
+SET timezone = 'UTC';
+\set VERBOSITY default
+-- (no PL/pgSQL CONTEXT lines: their line numbers say nothing here)
+\set SHOW_CONTEXT never
+
+-- The extension moved to a schema of its own, after it was created: the
+-- function finds it at run time and writes the new DEFAULT qualified with
+-- it, so the defaults below read sfx.snowflake_nextval().
+CREATE SCHEMA sfx;
+ALTER EXTENSION snowflake SET SCHEMA sfx;
+GRANT USAGE ON SCHEMA sfx TO PUBLIC;
+SET search_path = public;
+
+-- A shop, with data.
+CREATE SCHEMA shop;
+CREATE TABLE shop.customers (
+    id serial PRIMARY KEY,
+    region text NOT NULL DEFAULT 'eu',
+    referred_by integer REFERENCES shop.customers,     -- self-referencing
+    name text,
+    UNIQUE (id, region));
+CREATE TABLE shop.addresses (                           -- composite key
+    customer_id integer NOT NULL,
+    region text NOT NULL,
+    street text,
+    FOREIGN KEY (customer_id, region) REFERENCES shop.customers (id, region));
+CREATE TABLE shop.profiles (                            -- 1:1, referenced in turn
+    customer_id integer PRIMARY KEY REFERENCES shop.customers,
+    bio text);
+CREATE TABLE shop.badges (
+    customer_id integer NOT NULL REFERENCES shop.profiles,
+    badge text);
+CREATE TABLE shop.orders (
+    id bigserial PRIMARY KEY,
+    customer_id integer NOT NULL REFERENCES shop.customers);
+CREATE TABLE shop.order_lines (                         -- int4 on a bigserial
+    order_id integer NOT NULL REFERENCES shop.orders,
+    line integer NOT NULL,
+    PRIMARY KEY (order_id, line));
+CREATE TABLE shop.events (
+    id integer GENERATED ALWAYS AS IDENTITY,
+    day date NOT NULL,
+    PRIMARY KEY (id, day)) PARTITION BY RANGE (day);
+CREATE TABLE shop.events_2024 PARTITION OF shop.events
+    FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+CREATE TABLE shop.events_2025 PARTITION OF shop.events
+    FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');
+CREATE TABLE shop.event_notes (
+    event_id integer NOT NULL,
+    day date NOT NULL,
+    note text,
+    FOREIGN KEY (event_id, day) REFERENCES shop.events);
+CREATE TABLE shop.tickets (id smallserial PRIMARY KEY, subject text);
+CREATE SEQUENCE shop.invoice_numbers;
+CREATE TABLE shop.invoices (
+    id integer PRIMARY KEY DEFAULT nextval('shop.invoice_numbers'), total numeric);
+CREATE TABLE shop.credit_notes (
+    id integer PRIMARY KEY DEFAULT nextval('shop.invoice_numbers'), total numeric);
+-- a view on a column that must change, and one on a column that need not
+CREATE VIEW shop.order_counts AS
+    SELECT customer_id, count(*) AS orders FROM shop.orders GROUP BY customer_id;
+CREATE VIEW shop.customer_names AS SELECT name FROM shop.customers;
+
+INSERT INTO shop.customers (name, referred_by)
+    SELECT 'c' || g, CASE WHEN g > 1 THEN g - 1 END FROM generate_series(1, 100) g;
+INSERT INTO shop.addresses SELECT id, region, 'street ' || id FROM shop.customers;
+INSERT INTO shop.profiles SELECT id, 'bio' FROM shop.customers WHERE id % 2 = 0;
+INSERT INTO shop.badges SELECT customer_id, 'gold' FROM shop.profiles WHERE customer_id % 10 = 0;
+INSERT INTO shop.orders (customer_id) SELECT 1 + g % 100 FROM generate_series(1, 300) g;
+INSERT INTO shop.order_lines SELECT id, l FROM shop.orders, generate_series(1, 2) l;
+INSERT INTO shop.events (day) SELECT date '2024-12-01' + g FROM generate_series(1, 40) g;
+INSERT INTO shop.event_notes SELECT id, day, 'note' FROM shop.events WHERE id % 4 = 0;
+INSERT INTO shop.tickets (subject) SELECT 't' || g FROM generate_series(1, 10) g;
+INSERT INTO shop.invoices (total) SELECT g FROM generate_series(1, 5) g;
+INSERT INTO shop.credit_notes (total) SELECT -g FROM generate_series(1, 3) g;
+
+-- Helpers.  Plain SQL functions, not views: a view on these columns would
+-- itself block their conversion.
+-- Every id and every reference, to compare before and after.
+CREATE FUNCTION all_ids(OUT tbl text, OUT id bigint, OUT ref bigint) RETURNS SETOF record
+LANGUAGE sql AS $$
+    SELECT 'customers', id, referred_by FROM shop.customers
+    UNION ALL SELECT 'addresses', customer_id, NULL FROM shop.addresses
+    UNION ALL SELECT 'profiles', customer_id, NULL FROM shop.profiles
+    UNION ALL SELECT 'badges', customer_id, NULL FROM shop.badges
+    UNION ALL SELECT 'orders', id, customer_id FROM shop.orders
+    UNION ALL SELECT 'order_lines', order_id, line FROM shop.order_lines
+    UNION ALL SELECT 'events', id, day - date '2024-01-01' FROM shop.events
+    UNION ALL SELECT 'event_notes', event_id, day - date '2024-01-01' FROM shop.event_notes
+    UNION ALL SELECT 'tickets', id, NULL FROM shop.tickets
+    UNION ALL SELECT 'invoices', id, NULL FROM shop.invoices
+    UNION ALL SELECT 'credit_notes', id, NULL FROM shop.credit_notes
+$$;
+-- The shape of the schema: types, defaults, identities, sequences and
+-- their owners, constraints.
+CREATE FUNCTION shape() RETURNS SETOF text LANGUAGE sql AS $$
+    SELECT format('%s.%s %s', a.attrelid::regclass, a.attname, format_type(a.atttypid, a.atttypmod))
+           || coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), '')
+           || CASE a.attidentity WHEN 'a' THEN ' generated always as identity'
+                                 WHEN 'd' THEN ' generated by default as identity' ELSE '' END
+      FROM pg_attribute a
+      JOIN pg_class c ON c.oid = a.attrelid AND c.relkind IN ('r', 'p')
+      LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+     WHERE c.relnamespace = 'shop'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
+    UNION ALL
+    SELECT format('sequence %s: %s', s.oid::regclass,
+                  coalesce((SELECT string_agg(CASE d.deptype WHEN 'i' THEN 'identity of ' ELSE 'owned by ' END
+                                              || pg_describe_object(d.refclassid, d.refobjid, d.refobjsubid), ', ')
+                              FROM pg_depend d
+                             WHERE d.classid = 'pg_class'::regclass AND d.objid = s.oid
+                               AND d.refclassid = 'pg_class'::regclass),
+                           'free-standing'))
+      FROM pg_class s
+     WHERE s.relnamespace = 'shop'::regnamespace AND s.relkind = 'S'
+    UNION ALL
+    SELECT format('%s %s %s', conrelid::regclass, conname, pg_get_constraintdef(oid))
+           || CASE WHEN convalidated THEN '' ELSE ' (not valid)' END
+      FROM pg_constraint
+     WHERE connamespace = 'shop'::regnamespace
+$$;
+CREATE TABLE ids_before AS SELECT * FROM all_ids();
+CREATE TABLE shape_before AS SELECT * FROM shape();
+SELECT count(*) AS ids, count(DISTINCT tbl) AS tables FROM ids_before;
+
+--
+-- Refusals.  Each names the obstacle; nothing changes.
+--
+SELECT sfx.snowflake_convert_column(NULL);
+SELECT sfx.snowflake_convert_column('shop.customers', NULL);
+SELECT sfx.snowflake_convert_column('shop.order_counts');
+SELECT sfx.snowflake_convert_column('shop.invoice_numbers');
+-- no such column
+SELECT sfx.snowflake_convert_column('shop.addresses');
+SELECT sfx.snowflake_convert_column('shop.customers', 'no_such_column');
+-- not an integer type
+SELECT sfx.snowflake_convert_column('shop.customers', 'name');
+-- an integer column, but nothing generates its values
+SELECT sfx.snowflake_convert_column('shop.addresses', 'customer_id');
+-- a partition: PostgreSQL changes its columns only from the parent
+SELECT sfx.snowflake_convert_column('shop.events_2025');
+-- a view on a column that would change, two foreign keys away
+SELECT sfx.snowflake_convert_column('shop.customers');
+-- not the owner
+CREATE ROLE regress_convert_clerk;
+GRANT USAGE ON SCHEMA shop TO regress_convert_clerk;
+SET ROLE regress_convert_clerk;
+SELECT sfx.snowflake_convert_column('shop.tickets');
+SELECT sfx.snowflake_convert_column('shop.tickets', dry_run => true);
+RESET ROLE;
+-- the shared sequence cannot be dropped: another table's default uses it
+SELECT sfx.snowflake_convert_column('shop.invoices', drop_sequence => true);
+-- an identity's sequence used by another table: DROP IDENTITY would drop it
+CREATE TABLE shop.borrower (n bigint DEFAULT nextval('shop.events_id_seq'));
+SELECT sfx.snowflake_convert_column('shop.events');
+DROP TABLE shop.borrower;
+-- ids that new ids would not stay above
+CREATE SEQUENCE shop.legacy_seq;
+CREATE TABLE shop.legacy (id bigint PRIMARY KEY DEFAULT nextval('shop.legacy_seq'));
+INSERT INTO shop.legacy VALUES (DEFAULT), (DEFAULT), (9000000000000000000);
+SELECT sfx.snowflake_convert_column('shop.legacy', dry_run => true);
+SELECT sfx.snowflake_convert_column('shop.legacy');
+-- just below a fresh id is fine (in a rehearsal)
+BEGIN;
+UPDATE shop.legacy SET id = sfx.snowflake_from_timestamp(now()) WHERE id = 9000000000000000000;
+SELECT count(*) AS statements FROM sfx.snowflake_convert_column('shop.legacy');
+ROLLBACK;
+DROP TABLE shop.legacy;
+DROP SEQUENCE shop.legacy_seq;
+-- triggers and generated columns block a type change as views do
+CREATE TABLE shop.gen (id serial PRIMARY KEY, twice bigint GENERATED ALWAYS AS (id * 2) STORED);
+SELECT sfx.snowflake_convert_column('shop.gen');
+SELECT sfx.snowflake_convert_column('shop.gen', 'twice');
+DROP TABLE shop.gen;
+CREATE TABLE shop.trig (id serial PRIMARY KEY);
+CREATE FUNCTION shop.noop() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NEW; END';
+CREATE TRIGGER keep_id BEFORE UPDATE OF id ON shop.trig FOR EACH ROW EXECUTE FUNCTION shop.noop();
+SELECT sfx.snowflake_convert_column('shop.trig');
+DROP TABLE shop.trig;
+DROP FUNCTION shop.noop();
+-- a foreign partition would keep its int4 column on the remote side
+CREATE EXTENSION file_fdw;
+CREATE SERVER files FOREIGN DATA WRAPPER file_fdw;
+CREATE TABLE shop.feed (id serial, day date) PARTITION BY RANGE (day);
+CREATE FOREIGN TABLE shop.feed_old PARTITION OF shop.feed
+    FOR VALUES FROM ('2000-01-01') TO ('2020-01-01')
+    SERVER files OPTIONS (filename '/dev/null');
+SELECT sfx.snowflake_convert_column('shop.feed');
+DROP TABLE shop.feed;
+DROP EXTENSION file_fdw CASCADE;
+
+-- Nothing above changed anything.
+SELECT count(*) AS changed FROM (
+    (SELECT * FROM shape() EXCEPT SELECT * FROM shape_before)
+    UNION ALL (SELECT * FROM shape_before EXCEPT SELECT * FROM shape())) s;
+
+--
+-- A dry run: the statements, none of them run.
+--
+DROP VIEW shop.order_counts;
+SELECT * FROM sfx.snowflake_convert_column('shop.customers', dry_run => true);
+SELECT count(*) AS changed FROM (
+    (SELECT * FROM shape() EXCEPT SELECT * FROM shape_before)
+    UNION ALL (SELECT * FROM shape_before EXCEPT SELECT * FROM shape())) s;
+
+-- A rehearsal: the real thing, rolled back.
+BEGIN;
+SELECT count(*) AS statements FROM sfx.snowflake_convert_column('shop.customers');
+SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+ WHERE attrelid = 'shop.badges'::regclass AND attname = 'customer_id';
+ROLLBACK;
+SELECT count(*) AS changed FROM (
+    (SELECT * FROM shape() EXCEPT SELECT * FROM shape_before)
+    UNION ALL (SELECT * FROM shape_before EXCEPT SELECT * FROM shape())) s;
+
+--
+-- The conversions.
+--
+-- With the view dropped and created again around it, as the hint says.
+BEGIN;
+SELECT * FROM sfx.snowflake_convert_column('shop.customers');
+CREATE VIEW shop.order_counts AS
+    SELECT customer_id, count(*) AS orders FROM shop.orders GROUP BY customer_id;
+COMMIT;
+-- bigserial: only the referencing int4 column changes type
+SELECT * FROM sfx.snowflake_convert_column('shop.orders');
+-- a partitioned table with an identity, and a foreign key to it
+SELECT * FROM sfx.snowflake_convert_column('shop.events');
+-- smallserial, its sequence dropped
+SELECT * FROM sfx.snowflake_convert_column('shop.tickets', drop_sequence => true);
+-- under a hostile search_path: look-alike functions and catalogs first
+CREATE SCHEMA evil;
+CREATE FUNCTION evil.snowflake_nextval() RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint';
+CREATE FUNCTION evil.snowflake_timestamp(bigint) RETURNS timestamptz LANGUAGE sql AS 'SELECT now()';
+CREATE TABLE evil.pg_class (oid oid, relkind "char", relowner oid);
+CREATE TABLE evil.pg_attribute (attrelid oid, attname name);
+SET search_path = evil, pg_catalog, shop, sfx;
+SELECT * FROM sfx.snowflake_convert_column('shop.invoices');
+RESET search_path;
+SET search_path = public;
+
+-- Every id and every reference as it was.
+SELECT count(*) AS ids,
+       (SELECT count(*) FROM (SELECT * FROM ids_before EXCEPT ALL SELECT * FROM all_ids()) s) AS missing,
+       (SELECT count(*) FROM (SELECT * FROM all_ids() EXCEPT ALL SELECT * FROM ids_before) s) AS changed
+  FROM all_ids();
+
+-- What changed in the schema: the lines that went, the lines that came;
+-- the rest stayed.
+SELECT * FROM shape_before EXCEPT SELECT * FROM shape() ORDER BY 1;
+SELECT * FROM shape() EXCEPT SELECT * FROM shape_before ORDER BY 1;
+SELECT count(*) AS unchanged FROM (SELECT * FROM shape() INTERSECT SELECT * FROM shape_before) s;
+
+-- The foreign keys: valid, holding, enforced.
+SELECT count(*) AS foreign_keys, bool_and(convalidated) AS all_valid
+  FROM pg_constraint WHERE connamespace = 'shop'::regnamespace AND contype = 'f';
+SELECT (SELECT count(*) FROM shop.customers c
+         WHERE referred_by IS NOT NULL
+           AND NOT EXISTS (SELECT FROM shop.customers p WHERE p.id = c.referred_by)) AS customers,
+       (SELECT count(*) FROM shop.addresses a
+         WHERE NOT EXISTS (SELECT FROM shop.customers c WHERE (c.id, c.region) = (a.customer_id, a.region))) AS addresses,
+       (SELECT count(*) FROM shop.badges b
+         WHERE NOT EXISTS (SELECT FROM shop.profiles p WHERE p.customer_id = b.customer_id)) AS badges,
+       (SELECT count(*) FROM shop.order_lines l
+         WHERE NOT EXISTS (SELECT FROM shop.orders o WHERE o.id = l.order_id)) AS order_lines,
+       (SELECT count(*) FROM shop.event_notes n
+         WHERE NOT EXISTS (SELECT FROM shop.events e WHERE (e.id, e.day) = (n.event_id, n.day))) AS event_notes;
+INSERT INTO shop.orders (customer_id) VALUES (1000000);
+INSERT INTO shop.addresses VALUES (1, 'us', 'nowhere');
+INSERT INTO shop.event_notes VALUES (1, '2025-06-01', 'no such event');
+
+-- New rows take Snowflake ids, above every old one, through the defaults.
+INSERT INTO shop.customers (name, referred_by) VALUES ('new', 1)
+    RETURNING id > (SELECT max(id) FROM ids_before WHERE tbl = 'customers') AS above_old,
+              (SELECT worker_id FROM sfx.snowflake_decode(id)) AS worker;
+INSERT INTO shop.profiles SELECT id, 'new' FROM shop.customers WHERE name = 'new';
+INSERT INTO shop.badges SELECT id, 'new' FROM shop.customers WHERE name = 'new';
+INSERT INTO shop.addresses SELECT id, region, 'new street' FROM shop.customers WHERE name = 'new';
+WITH o AS (
+    INSERT INTO shop.orders (customer_id)
+    SELECT id FROM shop.customers WHERE name = 'new' RETURNING id
+)
+INSERT INTO shop.order_lines SELECT o.id, 1 FROM o
+    RETURNING order_id > (SELECT max(id) FROM ids_before WHERE tbl = 'orders') AS above_old;
+INSERT INTO shop.events (day) VALUES ('2024-12-31'), ('2025-03-01')
+    RETURNING id > (SELECT max(id) FROM ids_before WHERE tbl = 'events') AS above_old, day;
+-- a partition takes the default too (before, its column had none)
+INSERT INTO shop.events_2025 (day) VALUES ('2025-04-01')
+    RETURNING id > (SELECT max(id) FROM ids_before WHERE tbl = 'events') AS above_old;
+INSERT INTO shop.event_notes SELECT id, day, 'new' FROM shop.events WHERE day >= '2025-03-01';
+INSERT INTO shop.tickets (subject) VALUES ('new')
+    RETURNING id > 10 AS above_old, (SELECT worker_id FROM sfx.snowflake_decode(id)) AS worker;
+-- (converted under the hostile search_path: the real generator all the same)
+INSERT INTO shop.invoices (total) VALUES (6)
+    RETURNING id > 5 AS above_old, (SELECT worker_id FROM sfx.snowflake_decode(id)) AS worker;
+-- (GENERATED ALWAYS is gone: an explicit id is accepted now)
+INSERT INTO shop.events (id, day) VALUES (-1, '2025-05-01') RETURNING id;
+
+-- The old sequences: left in place, detached, where they were; the
+-- identity's sequence stands alone now with its old position; the
+-- smallserial's is gone; the shared one still serves credit notes.
+SELECT s AS sequence, to_regclass(s) IS NOT NULL AS exists
+  FROM unnest(ARRAY['shop.customers_id_seq', 'shop.orders_id_seq', 'shop.events_id_seq',
+                    'shop.tickets_id_seq', 'shop.invoice_numbers']) s;
+SELECT last_value, is_called FROM shop.customers_id_seq;
+SELECT last_value, is_called FROM shop.events_id_seq;
+SELECT pg_get_serial_sequence('shop.customers', 'id') AS customers,
+       pg_get_serial_sequence('shop.orders', 'id') AS orders,
+       pg_get_serial_sequence('shop.events', 'id') AS events;
+INSERT INTO shop.credit_notes (total) VALUES (-4) RETURNING id;
+
+-- Twice is a no-op, with a notice; a dry run says the same.
+SELECT * FROM sfx.snowflake_convert_column('shop.customers');
+SELECT * FROM sfx.snowflake_convert_column('shop.events', dry_run => true);
+SELECT * FROM sfx.snowflake_convert_column('shop.orders', drop_sequence => true);
+
+-- Inheritance: the children follow the parent, including one with a
+-- sequence of its own; a child alone is refused.
+CREATE TABLE shop.log (id serial PRIMARY KEY, msg text);
+CREATE TABLE shop.log_archive () INHERITS (shop.log);
+CREATE TABLE shop.log_legacy (id serial, msg text);
+ALTER TABLE shop.log_legacy INHERIT shop.log;
+INSERT INTO shop.log (msg) VALUES ('a'), ('b');
+INSERT INTO shop.log_archive (msg) VALUES ('c');
+INSERT INTO shop.log_legacy (msg) VALUES ('d');
+SELECT sfx.snowflake_convert_column('shop.log_archive');
+SELECT * FROM sfx.snowflake_convert_column('shop.log');
+SELECT a.attrelid::regclass AS tbl, format_type(a.atttypid, a.atttypmod) AS type,
+       pg_get_expr(d.adbin, d.adrelid) AS default
+  FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+ WHERE a.attrelid IN ('shop.log'::regclass, 'shop.log_archive'::regclass, 'shop.log_legacy'::regclass)
+   AND a.attname = 'id'
+ ORDER BY 1;
+INSERT INTO shop.log_legacy (msg) VALUES ('e') RETURNING id > 1 AS above_old;
+SELECT string_agg(msg, ',' ORDER BY msg) AS msgs, count(*) FILTER (WHERE id < 10) AS old_ids
+  FROM shop.log;
+
+-- Names that need quoting, everywhere: tables, columns, sequence, role.
+CREATE ROLE "regress_convert Odd";
+GRANT USAGE ON SCHEMA shop TO "regress_convert Odd";
+CREATE TABLE shop."Odd Table" ("Id" integer GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY);
+CREATE TABLE shop."odd refs" ("Odd ""Id""" smallint REFERENCES shop."Odd Table");
+ALTER TABLE shop."Odd Table" OWNER TO "regress_convert Odd";
+INSERT INTO shop."Odd Table" VALUES (DEFAULT), (DEFAULT);
+INSERT INTO shop."odd refs" VALUES (2);
+SELECT sfx.snowflake_convert_column('shop."Odd Table"');
+SELECT * FROM sfx.snowflake_convert_column('shop."Odd Table"', 'Id');
+SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+ WHERE attrelid = 'shop."odd refs"'::regclass AND attname = 'Odd "Id"';
+SELECT pg_get_userbyid(relowner) AS owner, last_value FROM pg_class, shop."Odd Table_Id_seq"
+ WHERE oid = 'shop."Odd Table_Id_seq"'::regclass;
+WITH t AS (INSERT INTO shop."Odd Table" DEFAULT VALUES RETURNING "Id")
+INSERT INTO shop."odd refs" SELECT "Id" FROM t RETURNING "Odd ""Id""" > 2 AS new_id;
+
+-- The table's owner, not a superuser, converts its own tables; tables of
+-- another role that reference them stop it.
+CREATE ROLE regress_convert_owner;
+CREATE ROLE regress_convert_other;
+CREATE SCHEMA ledger;
+GRANT USAGE, CREATE ON SCHEMA ledger TO regress_convert_owner, regress_convert_other;
+SET ROLE regress_convert_owner;
+CREATE TABLE ledger.accounts (id integer GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY);
+INSERT INTO ledger.accounts DEFAULT VALUES;
+GRANT REFERENCES ON ledger.accounts TO regress_convert_other;
+SET ROLE regress_convert_other;
+CREATE TABLE ledger.entries (account_id integer REFERENCES ledger.accounts);
+SET ROLE regress_convert_owner;
+SELECT sfx.snowflake_convert_column('ledger.accounts');
+RESET ROLE;
+ALTER TABLE ledger.entries OWNER TO regress_convert_owner;
+SET ROLE regress_convert_owner;
+SELECT * FROM sfx.snowflake_convert_column('ledger.accounts');
+INSERT INTO ledger.accounts DEFAULT VALUES RETURNING id > 1 AS above_old;
+SELECT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE oid = 'ledger.accounts_id_seq'::regclass;
+RESET ROLE;
+
+-- A superuser converting another role's identity hands the recreated
+-- sequence back to that role.
+SET ROLE regress_convert_owner;
+CREATE TABLE ledger.journals (id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY);
+RESET ROLE;
+SELECT * FROM sfx.snowflake_convert_column('ledger.journals');
+SELECT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE oid = 'ledger.journals_id_seq'::regclass;
+
+-- (quietly: the list of what a cascade drops comes in catalog order)
+SET client_min_messages = warning;
+DROP SCHEMA ledger, shop, evil CASCADE;
+RESET client_min_messages;
+DROP ROLE regress_convert_owner, regress_convert_other, regress_convert_clerk,
+    "regress_convert Odd";
+DROP TABLE ids_before, shape_before;
+DROP FUNCTION all_ids(), shape();
+ALTER EXTENSION snowflake SET SCHEMA public;
+DROP SCHEMA sfx;
