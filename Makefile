@@ -15,10 +15,10 @@ endif
 # Every suite runs on a temporary instance with the library preloaded.
 TEST_CONF = $(CURDIR)/test/snowflake.conf
 
-REGRESS = layout api errors uuidv7 convert
+REGRESS = layout layouts api errors shards uuidv7 convert
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF)
 
-ISOLATION = concurrent uuidv7_concurrent
+ISOLATION = concurrent shards_concurrent uuidv7_concurrent
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_isolation \
 	--temp-config=$(TEST_CONF)
 

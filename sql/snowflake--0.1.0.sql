@@ -14,6 +14,17 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_nextval() IS
 'next Snowflake id of this server: unique, increasing, time-ordered';
 
+-- Instagram's logical shards: ids for a shard listed in snowflake.shards,
+-- increasing per shard.  Markings as for snowflake_nextval(); STRICT: no
+-- shard, no id.
+CREATE FUNCTION snowflake_nextval(shard integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_nextval_shard'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_nextval(integer) IS
+'next Snowflake id of a logical shard this server issues ids for';
+
 -- Rows are reserved a millisecond's block at a time, as they are fetched.
 CREATE FUNCTION snowflake_nextval_batch(n integer)
 RETURNS SETOF bigint
@@ -39,6 +50,18 @@ ROWS 1;
 COMMENT ON FUNCTION snowflake_decode(bigint) IS
 'creation time, worker id and sequence of a Snowflake id';
 
+-- With a layout named in the arguments, the result depends on them alone:
+-- IMMUTABLE, and "snowflake" means the default epoch, not the setting.
+CREATE FUNCTION snowflake_decode(id bigint, layout text)
+RETURNS TABLE (created_at timestamptz, timestamp_ms bigint,
+			   worker_id integer, sequence integer, node_fields jsonb)
+AS 'MODULE_PATHNAME', 'snowflake_decode'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+ROWS 1;
+
+COMMENT ON FUNCTION snowflake_decode(bigint, text) IS
+'fields of an id of any layout: a preset name or a specification';
+
 CREATE FUNCTION snowflake_timestamp(id bigint)
 RETURNS timestamptz
 AS 'MODULE_PATHNAME', 'snowflake_timestamp'
@@ -57,14 +80,44 @@ LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_from_timestamp(timestamptz) IS
 'smallest Snowflake id that can be issued in the millisecond of ts';
 
+CREATE FUNCTION snowflake_from_timestamp(ts timestamptz, layout text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_from_timestamp'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_from_timestamp(timestamptz, text) IS
+'smallest id of a layout that can be issued in the tick of ts';
+
+CREATE FUNCTION snowflake_layout_info(
+	layout text,
+	OUT name text,
+	OUT specification text,
+	OUT time_bits integer,
+	OUT node_bits integer,
+	OUT sequence_bits integer,
+	OUT tick_ms integer,
+	OUT epoch timestamptz,
+	OUT lifetime_years float8,
+	OUT ends_at timestamptz,
+	OUT nodes bigint,
+	OUT ids_per_second bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'snowflake_layout_info'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_layout_info(text) IS
+'widths, tick, epoch, lifetime and capacity of a layout';
+
 -- Statistics: VOLATILE, they change under every other session's calls.
 
 CREATE FUNCTION snowflake_stats(
 	OUT worker_id integer,
+	OUT layout text,
 	OUT epoch timestamptz,
 	OUT last_timestamp_ms bigint,
 	OUT ids_issued bigint,
 	OUT sequence_waits bigint,
+	OUT borrowed_ticks bigint,
 	OUT rollbacks_waited bigint,
 	OUT rollbacks_refused bigint,
 	OUT high_water_mark timestamptz,

@@ -11,15 +11,20 @@
 #include "access/htup_details.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/timestamp.h"
 
 #include "snowflake.h"
 
 PG_FUNCTION_INFO_V1(snowflake_nextval);
+PG_FUNCTION_INFO_V1(snowflake_nextval_shard);
 PG_FUNCTION_INFO_V1(snowflake_nextval_batch);
 PG_FUNCTION_INFO_V1(snowflake_decode);
 PG_FUNCTION_INFO_V1(snowflake_timestamp);
 PG_FUNCTION_INFO_V1(snowflake_from_timestamp);
+PG_FUNCTION_INFO_V1(snowflake_layout_info);
 PG_FUNCTION_INFO_V1(snowflake_stats);
 
 /* State of one snowflake_nextval_batch() call between its rows */
@@ -28,12 +33,38 @@ typedef struct BatchState
 	int32		remaining;		/* ids still to return */
 	int32		in_block;		/* ids left in the reserved block */
 	int64		next_id;		/* next id of the reserved block */
+	int64		step;			/* from one id of a block to the next */
 } BatchState;
 
-static void
-fn_check_id(int64 id)
+/*
+ * The layout a decoder works with: the one of the argument at argno if the
+ * function has one (a preset name or a specification, with the default
+ * epoch if it names none), else the configured one.
+ */
+static const SnowflakeLayout *
+fn_layout(FunctionCallInfo fcinfo, int argno, SnowflakeLayout *buffer)
 {
-	if (id < 0)
+	char	   *spec;
+	char		problem[256];
+
+	if (PG_NARGS() <= argno)
+		return &snowflake_layout;
+	spec = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (!SnowflakeParseLayout(spec, SNOWFLAKE_DEFAULT_EPOCH_MS, buffer,
+							  problem, sizeof(problem)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid snowflake layout \"%s\"", spec),
+				 errdetail_internal("%s", problem),
+				 errhint("Name a preset (snowflake, twitter, discord, instagram, sonyflake) or write fields such as \"time:41 worker:10 sequence:12 tick:1ms epoch:2025-01-01\".")));
+	return buffer;
+}
+
+/* Ids of 63-bit layouts are never negative; 64-bit ones use the sign bit. */
+static void
+fn_check_id(const SnowflakeLayout *layout, int64 id)
+{
+	if (id < 0 && SnowflakeTimeShift(layout) + layout->time_bits < 64)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("snowflake id must not be negative"),
@@ -55,14 +86,28 @@ snowflake_nextval(PG_FUNCTION_ARGS)
 {
 	int32		reserved;
 
-	PG_RETURN_INT64(GeneratorReserve(1, &reserved));
+	PG_RETURN_INT64(GeneratorReserve(-1, 1, &reserved));
+}
+
+/* An id of a logical shard (Instagram's pattern) listed in snowflake.shards */
+Datum
+snowflake_nextval_shard(PG_FUNCTION_ARGS)
+{
+	int32		shard = PG_GETARG_INT32(0);
+	int32		reserved;
+
+	if (shard < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("shard must not be negative")));
+	PG_RETURN_INT64(GeneratorReserve(shard, 1, &reserved));
 }
 
 /*
- * Returns n ids, reserving them a millisecond's worth at a time: one lock
- * acquisition per block of up to 4096 ids rather than one per id.  Rows are
- * streamed, so memory does not grow with n, and ids a caller never fetches
- * (LIMIT) are never reserved.
+ * Returns n ids, reserving them a tick's worth at a time: one lock
+ * acquisition per block of ids rather than one per id.  Rows are streamed,
+ * so memory does not grow with n, and ids a caller never fetches (LIMIT)
+ * are never reserved.
  */
 Datum
 snowflake_nextval_batch(PG_FUNCTION_ARGS)
@@ -83,6 +128,7 @@ snowflake_nextval_batch(PG_FUNCTION_ARGS)
 		state = MemoryContextAllocZero(funcctx->multi_call_memory_ctx,
 									   sizeof(BatchState));
 		state->remaining = n;
+		state->step = SnowflakeSequenceStep(&snowflake_layout);
 		funcctx->user_fctx = state;
 	}
 
@@ -92,14 +138,33 @@ snowflake_nextval_batch(PG_FUNCTION_ARGS)
 		SRF_RETURN_DONE(funcctx);
 
 	if (state->in_block == 0)
-		state->next_id = GeneratorReserve(state->remaining, &state->in_block);
-	id = state->next_id++;
+		state->next_id = GeneratorReserve(-1, state->remaining, &state->in_block);
+	id = state->next_id;
+	state->next_id += state->step;
 	state->in_block--;
 	state->remaining--;
 	SRF_RETURN_NEXT(funcctx, Int64GetDatum(id));
 }
 
-/* One row: created_at, timestamp_ms, worker_id, sequence. */
+/* The node's named parts as a jsonb object, e.g. {"datacenter": 1, "worker": 3} */
+static Datum
+fn_parts_jsonb(const SnowflakeLayout *layout, const SnowflakeFields *fields)
+{
+	StringInfoData json;
+
+	initStringInfo(&json);
+	appendStringInfoChar(&json, '{');
+	for (int i = 0; i < layout->nparts; i++)
+		appendStringInfo(&json, "%s\"%s\": %d", i > 0 ? ", " : "",
+						 layout->part_names[i], fields->parts[i]);
+	appendStringInfoChar(&json, '}');
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(json.data));
+}
+
+/*
+ * One row: created_at, timestamp_ms, worker_id, sequence, and with a layout
+ * argument also the node's parts as jsonb.
+ */
 Datum
 snowflake_decode(PG_FUNCTION_ARGS)
 {
@@ -109,25 +174,31 @@ snowflake_decode(PG_FUNCTION_ARGS)
 	{
 		MemoryContext oldcontext;
 
-		fn_check_id(PG_GETARG_INT64(0));
 		funcctx = SRF_FIRSTCALL_INIT();
 		oldcontext = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
 		funcctx->tuple_desc = fn_result_tupdesc(fcinfo);
+		funcctx->user_fctx = palloc(sizeof(SnowflakeLayout));
+		*(SnowflakeLayout *) funcctx->user_fctx =
+			*fn_layout(fcinfo, 1, (SnowflakeLayout *) funcctx->user_fctx);
 		MemoryContextSwitchTo(oldcontext);
+		fn_check_id(funcctx->user_fctx, PG_GETARG_INT64(0));
 	}
 
 	funcctx = SRF_PERCALL_SETUP();
 	if (funcctx->call_cntr == 0)
 	{
+		const SnowflakeLayout *layout = funcctx->user_fctx;
 		SnowflakeFields fields;
-		Datum		values[4];
-		bool		nulls[4] = {false, false, false, false};
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
 
-		SnowflakeDecompose(&snowflake_layout, PG_GETARG_INT64(0), &fields);
+		SnowflakeDecompose(layout, PG_GETARG_INT64(0), &fields);
 		values[0] = TimestampTzGetDatum(SnowflakeMsToTimestamptz(fields.unix_ms));
 		values[1] = Int64GetDatum(fields.unix_ms);
-		values[2] = Int32GetDatum(fields.worker);
+		values[2] = Int32GetDatum(fields.node);
 		values[3] = Int32GetDatum(fields.sequence);
+		if (funcctx->tuple_desc->natts > 4)
+			values[4] = fn_parts_jsonb(layout, &fields);
 		SRF_RETURN_NEXT(funcctx,
 						HeapTupleGetDatum(heap_form_tuple(funcctx->tuple_desc,
 														  values, nulls)));
@@ -141,62 +212,95 @@ snowflake_timestamp(PG_FUNCTION_ARGS)
 	int64		id = PG_GETARG_INT64(0);
 	SnowflakeFields fields;
 
-	fn_check_id(id);
+	fn_check_id(&snowflake_layout, id);
 	SnowflakeDecompose(&snowflake_layout, id, &fields);
 	PG_RETURN_TIMESTAMPTZ(SnowflakeMsToTimestamptz(fields.unix_ms));
 }
 
 /*
- * The smallest id that can be issued in the millisecond containing ts:
+ * The smallest id that can be issued in the tick containing ts:
  * "id >= snowflake_from_timestamp(ts)" selects every id issued from that
- * millisecond on.
+ * tick on.
  */
 Datum
 snowflake_from_timestamp(PG_FUNCTION_ARGS)
 {
 	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
-	int64		unix_ms;
+	SnowflakeLayout buffer;
+	const SnowflakeLayout *layout = fn_layout(fcinfo, 1, &buffer);
+	int64		tick = -1;
 
-	if (TIMESTAMP_NOT_FINITE(ts))
+	if (!TIMESTAMP_NOT_FINITE(ts))
+	{
+		int64		unix_ms = SnowflakeTimestamptzToMs(ts);
+
+		if (unix_ms >= layout->epoch_ms)
+			tick = SnowflakeTickOf(layout, unix_ms);
+	}
+	if (tick < 0 || tick > SnowflakeMaxTick(layout))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp out of range for snowflake ids"),
-				 errdetail("Infinite timestamps have no snowflake id.")));
+				 errdetail("Snowflake ids of layout \"%s\" cover %s to %s.",
+						   layout->name,
+						   SnowflakeFormatMs(layout->epoch_ms),
+						   SnowflakeFormatMs(SnowflakeLastMs(layout)))));
 
-	unix_ms = SnowflakeTimestamptzToMs(ts);
-	if (!SnowflakeTimeInRange(&snowflake_layout, unix_ms))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp out of range for snowflake ids"),
-				 errdetail("Snowflake ids cover %s to %s.",
-						   SnowflakeFormatMs(snowflake_layout.epoch_ms),
-						   SnowflakeFormatMs(SnowflakeLastMs(&snowflake_layout)))));
+	PG_RETURN_INT64(SnowflakeCompose(layout, tick, 0, 0));
+}
 
-	PG_RETURN_INT64(SnowflakeCompose(&snowflake_layout, unix_ms, 0, 0));
+/* What a layout gives: widths, tick, epoch, lifetime, capacity. */
+Datum
+snowflake_layout_info(PG_FUNCTION_ARGS)
+{
+	SnowflakeLayout buffer;
+	const SnowflakeLayout *layout = fn_layout(fcinfo, 0, &buffer);
+	int64		ticks = SnowflakeMaxTick(layout) + 1;
+	int64		per_tick = (int64) SnowflakeMaxSequence(layout) + 1;
+	Datum		values[11];
+	bool		nulls[11] = {false};
+
+	values[0] = CStringGetTextDatum(layout->name);
+	values[1] = CStringGetTextDatum(SnowflakeLayoutSpec(layout));
+	values[2] = Int32GetDatum(layout->time_bits);
+	values[3] = Int32GetDatum(layout->node_bits);
+	values[4] = Int32GetDatum(layout->sequence_bits);
+	values[5] = Int32GetDatum(layout->tick_ms);
+	values[6] = TimestampTzGetDatum(SnowflakeMsToTimestamptz(layout->epoch_ms));
+	values[7] = Float8GetDatum((double) ticks * layout->tick_ms /
+							   (365.25 * 86400.0 * 1000.0));
+	values[8] = TimestampTzGetDatum(SnowflakeMsToTimestamptz(SnowflakeLastMs(layout)));
+	values[9] = Int64GetDatum((int64) SnowflakeMaxNode(layout) + 1);
+	values[10] = Int64GetDatum(per_tick * 1000 / layout->tick_ms);
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(fn_result_tupdesc(fcinfo),
+													  values, nulls)));
 }
 
 Datum
 snowflake_stats(PG_FUNCTION_ARGS)
 {
 	SnowflakeStats stats;
-	Datum		values[11];
-	bool		nulls[11] = {false};
+	Datum		values[13];
+	bool		nulls[13] = {false};
 
 	GeneratorGetStats(&stats);
 
 	values[0] = Int32GetDatum(snowflake_worker_id);
-	values[1] = TimestampTzGetDatum(SnowflakeMsToTimestamptz(snowflake_layout.epoch_ms));
-	values[2] = Int64GetDatum(stats.last_ms);
-	nulls[2] = (stats.ids_issued == 0);
-	values[3] = Int64GetDatum(stats.ids_issued);
-	values[4] = Int64GetDatum(stats.sequence_waits);
-	values[5] = Int64GetDatum(stats.rollbacks_waited);
-	values[6] = Int64GetDatum(stats.rollbacks_refused);
-	values[7] = TimestampTzGetDatum(SnowflakeMsToTimestamptz(stats.mark_ms));
-	nulls[7] = (stats.mark_ms == 0);
-	values[8] = Int64GetDatum(stats.mark_writes);
-	values[9] = Int64GetDatum(stats.startup_wait_ms);
-	values[10] = TimestampTzGetDatum(stats.started_at);
+	values[1] = CStringGetTextDatum(snowflake_layout.name);
+	values[2] = TimestampTzGetDatum(SnowflakeMsToTimestamptz(snowflake_layout.epoch_ms));
+	values[3] = Int64GetDatum(stats.last_ms);
+	nulls[3] = (stats.ids_issued == 0);
+	values[4] = Int64GetDatum(stats.ids_issued);
+	values[5] = Int64GetDatum(stats.sequence_waits);
+	values[6] = Int64GetDatum(stats.borrowed_ticks);
+	values[7] = Int64GetDatum(stats.rollbacks_waited);
+	values[8] = Int64GetDatum(stats.rollbacks_refused);
+	values[9] = TimestampTzGetDatum(SnowflakeMsToTimestamptz(stats.mark_ms));
+	nulls[9] = (stats.mark_ms == 0);
+	values[10] = Int64GetDatum(stats.mark_writes);
+	values[11] = Int64GetDatum(stats.startup_wait_ms);
+	values[12] = TimestampTzGetDatum(stats.started_at);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(fn_result_tupdesc(fcinfo),
 													  values, nulls)));

@@ -2,25 +2,29 @@
  *
  * generator.c
  *	  The id generator: its state in shared memory, the locks guarding it,
- *	  the clock, the state machine for clock rollbacks and sequence
- *	  exhaustion, and the high-water mark that keeps ids from repeating
- *	  across restarts and crashes.
+ *	  the clock, the state machine for clock rollbacks, sequence exhaustion
+ *	  and borrowed ticks, and the high-water mark that keeps ids from
+ *	  repeating across restarts and crashes.
  *
- * One generator serves the whole server: every backend and parallel worker
- * draws from the same (last_ms, sequence) pair under one LWLock, so ids are
- * unique and strictly increasing across sessions.  The lock is held only to
- * read the clock and advance the pair; every wait (for the next millisecond
- * when the sequence is exhausted, for the clock to catch up after a small
- * rollback, for the mark to reach the disk) happens with the lock released,
- * and the state is examined again afterwards.
+ * A server issues ids for its own worker id and for any logical shards
+ * configured in snowflake.shards: each such node value has its own
+ * (last_tick, sequence) pair, shared by every backend and parallel worker
+ * under an LWLock, so each node's ids are unique and strictly increasing
+ * across sessions.  The lock is held only to read the clock and advance the
+ * pair; every wait (for the next tick when the sequence is exhausted, for
+ * the clock to catch up after a small rollback, for the mark to reach the
+ * disk) happens with the lock released, and the state is examined again
+ * afterwards.
  *
  * Ids are issued only below the durable high-water mark (mark.c), a time
- * some snowflake.mark_interval_ms ahead of the clock.  The backend that
- * first finds the clock in the second half of the reservation writes a new
- * mark, under a second lock that only writers take; issuing goes on
- * meanwhile, and waits for the writer only if the clock reaches the mark
- * before the write is done.  At start-up the mark found on disk becomes the
- * floor of the ids; a clean shutdown records the exact last millisecond.
+ * some snowflake.mark_interval_ms ahead of the clock, one for all nodes.
+ * The backend that first finds the clock in the second half of the
+ * reservation writes a new mark, under a lock that only writers take;
+ * issuing goes on meanwhile, and waits for the writer only if the clock
+ * reaches the mark before the write is done.  Readers see the mark through
+ * atomics: a stale value is an older, lower mark, which is only
+ * conservative.  At start-up the mark found on disk becomes the floor of
+ * every node; a clean shutdown records the exact last tick.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +33,7 @@
 #include <time.h>
 
 #include "miscadmin.h"
+#include "port/atomics.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -49,47 +54,71 @@ typedef enum GeneratorProblem
 {
 	PROBLEM_NONE,
 	PROBLEM_MARK_INVALID,		/* the file is unreadable or corrupt */
-	PROBLEM_EPOCH_LATER,		/* new ids would sort below issued ones */
-	PROBLEM_LAYOUT_CHANGED
+	PROBLEM_LAYOUT_CHANGED		/* new ids would sort below issued ones */
 } GeneratorProblem;
 
-typedef struct GeneratorState
+/* One node value's generator, alone on its cache line */
+typedef struct NodeState
 {
 	LWLock	   *lock;			/* guards everything below */
-	LWLock	   *mark_lock;		/* held by the backend writing the mark */
-
-	/* the generator proper */
-	int64		last_ms;		/* Unix ms of the last id issued */
+	int64		last_tick;		/* tick of the last id issued */
 	int32		sequence;		/* sequence of that id */
-
-	/* the high-water mark */
-	int64		mark_ms;		/* on disk: ids may be issued below this ms */
-	int64		refresh_ms;		/* from this ms on, the mark is extended */
-	bool		restarted;		/* last_ms is the mark found at start-up, and
-								 * no id was issued since */
-	int64		restart_slack_ms;	/* how far that mark was ahead of the
-									 * clock when written (crash reserve) */
-	GeneratorProblem problem;
-	SnowflakeMark loaded;		/* the mark found at start-up */
-	char		problem_detail[256];
-
+	int64		clock_ms;		/* the clock when last_tick was taken: a
+								 * clock behind it has moved backwards */
+	bool		restarted;		/* last_tick is below the mark found at
+								 * start-up, and no id was issued since */
 	/* statistics */
 	int64		ids_issued;
 	int64		sequence_waits;
 	int64		rollbacks_waited;
 	int64		rollbacks_refused;
-	int64		mark_writes;
+	int64		borrowed_ticks;
+} NodeState;
+
+typedef union NodeStatePadded
+{
+	NodeState	state;
+	char		pad[PG_CACHE_LINE_SIZE * 2];
+} NodeStatePadded;
+
+typedef struct GeneratorState
+{
+	LWLock	   *mark_lock;		/* held by the backend writing the mark */
+
+	/* the high-water mark; written under mark_lock, read without */
+	pg_atomic_uint64 mark_ms;	/* on disk: ids issued below this ms */
+	pg_atomic_uint64 mark_tick; /* first tick starting at or after it */
+	pg_atomic_uint64 refresh_tick;	/* from this tick on, extend the mark */
+	pg_atomic_uint64 mark_writes;
+
+	int64		last_ms_floor;	/* the mark found at start-up, 0 if none */
 	int64		startup_wait_ms;
+	GeneratorProblem problem;
+	SnowflakeMark loaded;		/* the mark found at start-up */
+	char		problem_detail[256];
 	TimestampTz started_at;
+
+	int			nnodes;
+	NodeStatePadded nodes[FLEXIBLE_ARRAY_MEMBER];	/* by node value */
 } GeneratorState;
 
 static GeneratorState *gen = NULL;
 
+#define GEN_NODE_LOCKS	Min(snowflake_nnodes, 64)
+
+static Size
+gen_shmem_size(void)
+{
+	return add_size(offsetof(GeneratorState, nodes),
+					mul_size(snowflake_nnodes, sizeof(NodeStatePadded)));
+}
+
 void
 GeneratorShmemRequest(void)
 {
-	RequestAddinShmemSpace(MAXALIGN(sizeof(GeneratorState)));
-	RequestNamedLWLockTranche("snowflake", 2);
+	RequestAddinShmemSpace(gen_shmem_size());
+	RequestNamedLWLockTranche("snowflake", 1);
+	RequestNamedLWLockTranche("snowflake_nodes", GEN_NODE_LOCKS);
 }
 
 int64
@@ -99,6 +128,48 @@ GeneratorClockMs(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The first tick that starts at or after unix_ms. */
+static int64
+gen_first_tick_at(const SnowflakeLayout *layout, int64 unix_ms)
+{
+	int64		tick = SnowflakeTickOf(layout, unix_ms);
+
+	return SnowflakeTickStart(layout, tick) < unix_ms ? tick + 1 : tick;
+}
+
+/* Publish a mark that is on disk. */
+static void
+gen_set_mark(int64 mark_ms, int64 refresh_ms)
+{
+	pg_atomic_write_u64(&gen->mark_ms, (uint64) mark_ms);
+	pg_atomic_write_u64(&gen->mark_tick,
+						(uint64) Max(0, gen_first_tick_at(&snowflake_layout, mark_ms)));
+	pg_atomic_write_u64(&gen->refresh_tick,
+						(uint64) Max(0, gen_first_tick_at(&snowflake_layout, refresh_ms)));
+}
+
+/*
+ * Would ids issued from mark_ms on under the configured layout sort above
+ * every id the mark's own layout issued below it?
+ */
+static bool
+gen_layout_follows(const SnowflakeMark *m)
+{
+	const SnowflakeLayout *old = &m->layout;
+	const SnowflakeLayout *new = &snowflake_layout;
+	int64		old_last = gen_first_tick_at(old, m->mark_ms) - 1;
+	int64		new_first = gen_first_tick_at(new, m->mark_ms);
+
+	if (old_last < 0)
+		return true;			/* nothing was issued under the old one */
+	if (old_last > SnowflakeMaxTick(old) || new_first < 0 ||
+		new_first > SnowflakeMaxTick(new))
+		return false;
+	return SnowflakeCompose(new, new_first, 0, 0) >
+		SnowflakeCompose(old, old_last, SnowflakeMaxNode(old),
+						 SnowflakeMaxSequence(old));
 }
 
 /*
@@ -111,12 +182,10 @@ gen_load_mark(void)
 {
 	SnowflakeMark *m = &gen->loaded;
 	int64		now = GeneratorClockMs();
+	int64		floor_tick;
 
 	/* With no mark yet, the first call writes one before issuing. */
-	gen->last_ms = 0;
-	gen->sequence = SnowflakeMaxSequence(&snowflake_layout);
-	gen->mark_ms = 0;
-	gen->refresh_ms = 0;
+	gen_set_mark(0, 0);
 
 	switch (MarkLoad(m, gen->problem_detail, sizeof(gen->problem_detail)))
 	{
@@ -146,45 +215,50 @@ gen_load_mark(void)
 		return;
 	}
 
-	if (m->layout.time_bits != snowflake_layout.time_bits ||
-		m->layout.worker_bits != snowflake_layout.worker_bits ||
-		m->layout.sequence_bits != snowflake_layout.sequence_bits)
-		gen->problem = PROBLEM_LAYOUT_CHANGED;
-	else if (snowflake_layout.epoch_ms > m->layout.epoch_ms)
-		gen->problem = PROBLEM_EPOCH_LATER;
-	if (gen->problem != PROBLEM_NONE)
+	if (!gen_layout_follows(m))
 	{
+		gen->problem = PROBLEM_LAYOUT_CHANGED;
 		ereport(WARNING,
-				(errmsg("snowflake ids cannot be issued: the layout or epoch changed since ids were last issued")));
+				(errmsg("snowflake ids cannot be issued: under the configured layout and epoch they would sort below the ids already issued")));
 		return;
 	}
 
 	/*
-	 * Every earlier id lies below the mark: issue from the mark on.  A
-	 * clock behind it by more than the tolerance is a rollback, except for
-	 * the reserve the mark held ahead of the clock when it was written,
-	 * which after a crash is merely waited out.
+	 * Every earlier id lies below the mark: issue from the mark on.  The
+	 * clock read written_ms when the mark was written; behind that by more
+	 * than the tolerance it has moved backwards, but the reserve the mark
+	 * held ahead of it (after a crash) is merely waited out.
 	 */
-	gen->last_ms = m->mark_ms - 1;
-	gen->mark_ms = m->mark_ms;
-	gen->refresh_ms = m->mark_ms;
-	gen->restarted = true;
-	gen->restart_slack_ms = Max(0, m->mark_ms - 1 - m->written_ms);
+	floor_tick = gen_first_tick_at(&snowflake_layout, m->mark_ms);
+	for (int i = 0; i < gen->nnodes; i++)
+	{
+		NodeState  *node = &gen->nodes[i].state;
+
+		node->last_tick = floor_tick - 1;
+		node->clock_ms = Min(m->written_ms, m->mark_ms);
+		node->restarted = true;
+	}
+	gen_set_mark(m->mark_ms, m->mark_ms);
+	gen->last_ms_floor = m->mark_ms;
 	gen->startup_wait_ms = Max(0, m->mark_ms - now);
 }
 
-/* Write the exact last millisecond at a clean shutdown of the postmaster. */
+/* Write the exact last tick at a clean shutdown of the postmaster. */
 static void
 gen_shmem_shutdown(int code, Datum arg)
 {
 	SnowflakeMark m;
+	int64		last_tick = -1;
 
 	/* after a crash the state in shared memory cannot be trusted */
 	if (code != 0 || gen == NULL || gen->problem != PROBLEM_NONE ||
-		gen->mark_writes == 0)
+		pg_atomic_read_u64(&gen->mark_writes) == 0)
 		return;
 
-	m.mark_ms = gen->last_ms + 1;
+	for (int i = 0; i < gen->nnodes; i++)
+		last_tick = Max(last_tick, gen->nodes[i].state.last_tick);
+	m.mark_ms = Max(SnowflakeTickStart(&snowflake_layout, last_tick) + 1,
+					gen->last_ms_floor);
 	m.written_ms = GeneratorClockMs();
 	m.clean = true;
 	m.worker_id = snowflake_worker_id;
@@ -198,16 +272,27 @@ GeneratorShmemStartup(void)
 	bool		found;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	gen = ShmemInitStruct("snowflake generator", sizeof(GeneratorState),
-						  &found);
+	gen = ShmemInitStruct("snowflake generator", gen_shmem_size(), &found);
 	if (!found)
 	{
-		LWLockPadded *locks = GetNamedLWLockTranche("snowflake");
+		LWLockPadded *node_locks = GetNamedLWLockTranche("snowflake_nodes");
 
-		memset(gen, 0, sizeof(GeneratorState));
-		gen->lock = &locks[0].lock;
-		gen->mark_lock = &locks[1].lock;
+		memset(gen, 0, gen_shmem_size());
+		gen->mark_lock = &(GetNamedLWLockTranche("snowflake"))->lock;
+		pg_atomic_init_u64(&gen->mark_ms, 0);
+		pg_atomic_init_u64(&gen->mark_tick, 0);
+		pg_atomic_init_u64(&gen->refresh_tick, 0);
+		pg_atomic_init_u64(&gen->mark_writes, 0);
 		gen->started_at = GetCurrentTimestamp();
+		gen->nnodes = snowflake_nnodes;
+		for (int i = 0; i < gen->nnodes; i++)
+		{
+			NodeState  *node = &gen->nodes[i].state;
+
+			node->lock = &node_locks[i % GEN_NODE_LOCKS].lock;
+			node->last_tick = -1;
+			node->sequence = SnowflakeMaxSequence(&snowflake_layout);
+		}
 		gen_load_mark();
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -234,21 +319,6 @@ gen_require_state(void)
 }
 
 /*
- * Wait, without the lock, until the clock leaves millisecond "last".  At
- * most a millisecond, so spinning beats a sleep whose wake-up latency would
- * cost a good part of the next millisecond's ids.
- */
-static void
-gen_wait_next_ms(int64 last)
-{
-	while (GeneratorClockMs() == last)
-	{
-		CHECK_FOR_INTERRUPTS();
-		SPIN_DELAY();
-	}
-}
-
-/*
  * Sleep, without the lock, while the clock catches up.  The latch wakes us
  * for query cancel and statement_timeout.
  */
@@ -262,17 +332,42 @@ gen_sleep_ms(int64 ms)
 }
 
 /*
- * Extend the mark to the clock plus snowflake.mark_interval_ms, if the
- * clock has reached the refresh point.  With wait, block until whoever is
- * writing is done and throw on failure; without, leave it to a writer
- * already at work and only warn on failure: the caller's id is issued
- * already, and the next caller tries again.
+ * Wait, without the lock, until the clock leaves tick "last".  Sleep for
+ * all but the last millisecond of a long tick, then spin: a sleep's wake-up
+ * latency would cost a good part of the next tick's ids.
  */
 static void
-gen_extend_mark(bool wait)
+gen_wait_next_tick(int64 last)
 {
+	const SnowflakeLayout *layout = &snowflake_layout;
+	int64		next_start = SnowflakeTickStart(layout, last + 1);
+	int64		now;
+
+	while ((now = GeneratorClockMs()) < next_start &&
+		   SnowflakeTickOf(layout, now) == last)
+	{
+		if (next_start - now > 1)
+			gen_sleep_ms(next_start - now - 1);
+		else
+		{
+			CHECK_FOR_INTERRUPTS();
+			SPIN_DELAY();
+		}
+	}
+}
+
+/*
+ * Extend the mark past the clock plus snowflake.mark_interval_ms, and past
+ * tick need_tick, if it is due.  With wait, block until whoever is writing
+ * is done and throw on failure; without, leave it to a writer already at
+ * work and only warn on failure: the caller's id is issued already, and the
+ * next caller tries again.
+ */
+static void
+gen_extend_mark(bool wait, int64 need_tick)
+{
+	const SnowflakeLayout *layout = &snowflake_layout;
 	SnowflakeMark m;
-	bool		needed;
 	int64		current_mark;
 
 	if (wait)
@@ -281,29 +376,25 @@ gen_extend_mark(bool wait)
 		return;
 
 	m.written_ms = GeneratorClockMs();
-	LWLockAcquire(gen->lock, LW_SHARED);
-	needed = m.written_ms >= gen->refresh_ms;
-	current_mark = gen->mark_ms;
-	LWLockRelease(gen->lock);
-
-	if (needed)
+	current_mark = (int64) pg_atomic_read_u64(&gen->mark_ms);
+	if (Max(SnowflakeTickOf(layout, m.written_ms), need_tick) >=
+		(int64) pg_atomic_read_u64(&gen->refresh_tick))
 	{
 		/*
 		 * Never below the mark in force: ids may have been issued up to it,
 		 * even if this backend's snowflake.mark_interval_ms (reloaded at its
 		 * own pace) is shorter than the writer's before.
 		 */
-		m.mark_ms = Max(m.written_ms + snowflake_mark_interval_ms, current_mark);
+		m.mark_ms = Max(m.written_ms + snowflake_mark_interval_ms,
+						SnowflakeTickStart(layout, need_tick + 1));
+		m.mark_ms = Max(m.mark_ms, current_mark);
 		m.clean = false;
 		m.worker_id = snowflake_worker_id;
-		m.layout = snowflake_layout;
+		m.layout = *layout;
 		if (MarkWrite(&m, wait ? ERROR : WARNING))
 		{
-			LWLockAcquire(gen->lock, LW_EXCLUSIVE);
-			gen->mark_ms = m.mark_ms;
-			gen->refresh_ms = m.mark_ms - snowflake_mark_interval_ms / 2;
-			gen->mark_writes++;
-			LWLockRelease(gen->lock);
+			gen_set_mark(m.mark_ms, m.mark_ms - snowflake_mark_interval_ms / 2);
+			pg_atomic_fetch_add_u64(&gen->mark_writes, 1);
 		}
 	}
 	LWLockRelease(gen->mark_lock);
@@ -320,23 +411,15 @@ gen_report_problem(void)
 				 errmsg("high-water mark file \"%s\" is invalid", SNOWFLAKE_MARK_FILE),
 				 errdetail_internal("%s", gen->problem_detail),
 				 errhint("Without the mark, ids could repeat ids issued before. Once the clock is past every id this server can have issued (past the file's modification time plus \"snowflake.mark_interval_ms\", and past snowflake_timestamp(max(id)) over its tables), remove the file from the data directory and restart the server.")));
-	if (gen->problem == PROBLEM_LAYOUT_CHANGED)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the id layout differs from the one the issued ids have"),
-				 errdetail("Ids were issued with %d bits of time, %d of worker and %d of sequence, up to %s.",
-						   m->layout.time_bits, m->layout.worker_bits,
-						   m->layout.sequence_bits, SnowflakeFormatMs(m->mark_ms)),
-				 errhint("Go back to that layout, or remove the file \"%s\" from the data directory if new ids may sort below the old ones.",
-						 SNOWFLAKE_MARK_FILE)));
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("\"snowflake.epoch\" is later than the epoch of the ids already issued"),
-			 errdetail("Ids were issued under epoch %s up to %s; under epoch %s new ids would sort below them.",
-					   SnowflakeFormatMs(m->layout.epoch_ms),
-					   SnowflakeFormatMs(m->mark_ms),
-					   SnowflakeFormatMs(snowflake_layout.epoch_ms)),
-			 errhint("Set \"snowflake.epoch\" back, or remove the file \"%s\" from the data directory if new ids may sort below the old ones.",
+			 errmsg("under the configured layout and epoch, ids would sort below the ids already issued"),
+			 errdetail("Ids were issued up to %s with %d bits of time in ticks of %d ms since %s, %d of node and %d of sequence; the configured layout is \"%s\" (%s).",
+					   SnowflakeFormatMs(m->mark_ms), m->layout.time_bits,
+					   m->layout.tick_ms, SnowflakeFormatMs(m->layout.epoch_ms),
+					   m->layout.node_bits, m->layout.sequence_bits,
+					   snowflake_layout.name, SnowflakeLayoutSpec(&snowflake_layout)),
+			 errhint("Go back to the earlier \"snowflake.layout\" and \"snowflake.epoch\", or remove the file \"%s\" from the data directory if new ids may sort below the old ones.",
 					 SNOWFLAKE_MARK_FILE)));
 }
 
@@ -350,152 +433,247 @@ gen_report_out_of_range(int64 now)
 					   SnowflakeFormatMs(now),
 					   SnowflakeFormatMs(snowflake_layout.epoch_ms),
 					   SnowflakeFormatMs(SnowflakeLastMs(&snowflake_layout))),
-			 errhint("Check the server's clock and \"snowflake.epoch\".")));
+			 errhint("Check the server's clock, \"snowflake.epoch\" and \"snowflake.layout\".")));
 }
 
 static void
-gen_report_rollback(int64 now, int64 last, bool restarted)
+gen_report_rollback(int64 now, int64 clock_then, bool restarted)
 {
 	if (restarted)
 		ereport(ERROR,
 				(errcode(ERRCODE_SNOWFLAKE_CLOCK_ROLLBACK),
-				 errmsg("clock is " INT64_FORMAT " ms behind the high-water mark", last + 1 - now),
+				 errmsg("clock is " INT64_FORMAT " ms behind the high-water mark",
+						gen->last_ms_floor - now),
 				 errdetail("Before the server started, ids were issued up to %s; the clock reads %s and will pass that at %s of its time.",
-						   SnowflakeFormatMs(last),
+						   SnowflakeFormatMs(gen->last_ms_floor - 1),
 						   SnowflakeFormatMs(now),
-						   SnowflakeFormatMs(last + 1)),
+						   SnowflakeFormatMs(gen->last_ms_floor)),
 				 errhint("Ids are issued again once the clock passes the mark; check the server's time synchronisation.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_SNOWFLAKE_CLOCK_ROLLBACK),
-			 errmsg("clock moved backwards by " INT64_FORMAT " ms", last - now),
-			 errdetail("The last id was issued at %s, more than \"snowflake.rollback_tolerance_ms\" (%d ms) after the clock's current time %s.",
-					   SnowflakeFormatMs(last),
+			 errmsg("clock moved backwards by " INT64_FORMAT " ms", clock_then - now),
+			 errdetail("The clock read %s when ids were last issued, more than \"snowflake.rollback_tolerance_ms\" (%d ms) after its current time %s.",
+					   SnowflakeFormatMs(clock_then),
 					   snowflake_rollback_tolerance_ms,
 					   SnowflakeFormatMs(now)),
 			 errhint("Ids are issued again once the clock passes the time of the last id; check the server's time synchronisation.")));
 }
 
+/* The index of a node value in gen->nodes, or -1. */
+static int
+gen_node_index(int32 node)
+{
+	int			low = 0;
+	int			high = snowflake_nnodes - 1;
+
+	while (low <= high)
+	{
+		int			mid = (low + high) / 2;
+
+		if (snowflake_nodes[mid] == node)
+			return mid;
+		if (snowflake_nodes[mid] < node)
+			low = mid + 1;
+		else
+			high = mid - 1;
+	}
+	return -1;
+}
+
 /*
- * Reserve up to count (> 0) consecutive ids, all of one millisecond, and
- * return the first; *reserved says how many.  The ids are first ..
- * first + *reserved - 1: within a millisecond only the sequence differs.
+ * Reserve up to count (> 0) consecutive ids of node node_value (-1: this
+ * server's worker id), all of one tick, and return the first; *reserved
+ * says how many.  The ids are first .. first + *reserved - 1 when the
+ * sequence is the last field; in every layout they increase and only their
+ * sequence differs.
  *
  * This is the algorithm of the design, with the waits moved out of the
  * lock: a backend that must wait releases the lock, waits, and starts over,
  * so other backends are not queued behind its wait.
  */
 int64
-GeneratorReserve(int32 count, int32 *reserved)
+GeneratorReserve(int32 node_value, int32 count, int32 *reserved)
 {
 	const SnowflakeLayout *layout = &snowflake_layout;
 	int32		max_sequence = SnowflakeMaxSequence(layout);
 	bool		counted_rollback = false;
+	NodeState  *node;
 
 	Assert(count > 0);
 	gen_require_state();
+	if (node_value < 0)
+		node = &gen->nodes[snowflake_worker_index].state;
+	else
+	{
+		int			index = gen_node_index(node_value);
+
+		if (index < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("this server does not issue ids for shard %d", node_value),
+					 errdetail("It issues ids for worker id %d and for the shards in \"snowflake.shards\" (%s).",
+							   snowflake_worker_id, snowflake_shards),
+					 errhint("Add the shard to \"snowflake.shards\" on one server only, and restart it.")));
+		node = &gen->nodes[index].state;
+		node_value = snowflake_nodes[index];
+	}
+	if (node_value < 0)
+		node_value = snowflake_worker_id;
 
 	for (;;)
 	{
+		int64		now_ms;
 		int64		now;
 		int64		last;
+		int64		tick;
 		int32		first;
 		bool		extend = false;
 
-		LWLockAcquire(gen->lock, LW_EXCLUSIVE);
-		now = GeneratorClockMs();
-		last = gen->last_ms;
+		LWLockAcquire(node->lock, LW_EXCLUSIVE);
+		now_ms = GeneratorClockMs();
+		now = SnowflakeTickOf(layout, now_ms);
+		last = node->last_tick;
 
-		if (likely(now > last && now < gen->refresh_ms))
-			first = 0;			/* a new millisecond, well below the mark */
-		else if (likely(now == last && gen->sequence < max_sequence))
-			first = gen->sequence + 1;
+		if (likely(now > last &&
+				   now < (int64) pg_atomic_read_u64(&gen->refresh_tick)))
+		{
+			/* a new tick, well below the mark */
+			tick = now;
+			first = 0;
+		}
+		else if (likely(now == last && node->sequence < max_sequence))
+		{
+			tick = now;
+			first = node->sequence + 1;
+		}
 		else if (gen->problem != PROBLEM_NONE)
 		{
-			LWLockRelease(gen->lock);
+			LWLockRelease(node->lock);
 			gen_report_problem();
+		}
+		else if (now < last &&
+				 SnowflakeTickStart(layout, last) - now_ms <= snowflake_max_borrow_ms &&
+				 node->sequence < max_sequence)
+		{
+			/* the clock is inside a tick borrowed earlier: go on in it */
+			tick = last;
+			first = node->sequence + 1;
+		}
+		else if (now <= last &&
+				 SnowflakeTickStart(layout, last + 1) - now_ms <= snowflake_max_borrow_ms &&
+				 !node->restarted)
+		{
+			/* sequence exhausted: borrow the next tick instead of waiting */
+			tick = last + 1;
+			first = 0;
+			node->borrowed_ticks++;
+			extend = true;
 		}
 		else if (now == last)
 		{
-			/* all ids of this millisecond are issued (or, right after a
-			 * start-up, it is the millisecond below the mark) */
-			if (!gen->restarted)
-				gen->sequence_waits++;
-			LWLockRelease(gen->lock);
-			gen_wait_next_ms(last);
+			/*
+			 * All ids of this tick are issued (or, right after a start-up,
+			 * it is the tick below the mark).
+			 */
+			if (!node->restarted)
+				node->sequence_waits++;
+			LWLockRelease(node->lock);
+			gen_wait_next_tick(last);
 			continue;
 		}
 		else if (now < last)
 		{
 			/*
-			 * The clock is behind.  Right after a start-up that found a
-			 * crash's mark, the reserve the mark held is waited out too.
+			 * The last tick lies ahead of the clock: borrowed, or the floor
+			 * a restart found, or the clock moved backwards since it read
+			 * clock_ms.  Only the last is refused beyond the tolerance;
+			 * otherwise wait for the clock to reach the tick.
 			 */
-			int64		allowed = snowflake_rollback_tolerance_ms +
-				(gen->restarted ? gen->restart_slack_ms : 0);
-			bool		restarted = gen->restarted;
+			int64		behind = node->clock_ms - now_ms;
+			int64		wait = SnowflakeTickStart(layout, node->restarted ? last + 1 : last) - now_ms;
+			bool		restarted = node->restarted;
 
-			if (last - now > allowed)
+			if (behind > snowflake_rollback_tolerance_ms)
 			{
 				/* refused; the state stays as it was */
-				gen->rollbacks_refused++;
-				LWLockRelease(gen->lock);
-				gen_report_rollback(now, last, restarted);
+				node->rollbacks_refused++;
+				LWLockRelease(node->lock);
+				gen_report_rollback(now_ms, node->clock_ms, restarted);
 			}
-			if (!counted_rollback && !restarted)
-				gen->rollbacks_waited++;
+			if (!counted_rollback && !restarted && behind > 0)
+				node->rollbacks_waited++;
 			counted_rollback = true;
-			LWLockRelease(gen->lock);
-			gen_sleep_ms(last - now);
-			continue;
-		}
-		else if (now >= gen->mark_ms)
-		{
-			/* ids of this millisecond need a mark on disk first */
-			LWLockRelease(gen->lock);
-			gen_extend_mark(true);
+			LWLockRelease(node->lock);
+			gen_sleep_ms(Max(wait, 1));
 			continue;
 		}
 		else
 		{
-			/* a new millisecond, in the second half of the reservation */
+			/* a new tick, in the second half of the reservation or past it */
+			tick = now;
 			first = 0;
 			extend = true;
 		}
 
-		if (unlikely(first == 0 && !SnowflakeTimeInRange(layout, now)))
+		if (unlikely(extend))
 		{
-			LWLockRelease(gen->lock);
-			gen_report_out_of_range(now);
+			if (unlikely(first == 0 && (tick < 0 || tick > SnowflakeMaxTick(layout))))
+			{
+				LWLockRelease(node->lock);
+				gen_report_out_of_range(now_ms);
+			}
+			if (tick >= (int64) pg_atomic_read_u64(&gen->mark_tick))
+			{
+				/* ids of this tick need a mark on disk first */
+				if (tick > now)
+					node->borrowed_ticks--; /* counted again on retry */
+				LWLockRelease(node->lock);
+				gen_extend_mark(true, tick);
+				continue;
+			}
 		}
 
 		*reserved = Min(count, max_sequence - first + 1);
-		gen->last_ms = now;
-		gen->sequence = first + *reserved - 1;
-		gen->restarted = false;
-		gen->ids_issued += *reserved;
-		LWLockRelease(gen->lock);
+		if (tick != last)
+			node->clock_ms = now_ms;
+		node->last_tick = tick;
+		node->sequence = first + *reserved - 1;
+		node->restarted = false;
+		node->ids_issued += *reserved;
+		LWLockRelease(node->lock);
 
 		if (unlikely(extend))
-			gen_extend_mark(false);
+			gen_extend_mark(false, tick);
 
-		return SnowflakeCompose(layout, now, snowflake_worker_id, first);
+		return SnowflakeCompose(layout, tick, node_value, first);
 	}
 }
 
 void
 GeneratorGetStats(SnowflakeStats *stats)
 {
+	int64		last_tick = -1;
+
 	gen_require_state();
 
-	LWLockAcquire(gen->lock, LW_SHARED);
-	stats->last_ms = gen->ids_issued > 0 ? gen->last_ms : 0;
-	stats->mark_ms = gen->mark_ms;
-	stats->ids_issued = gen->ids_issued;
-	stats->sequence_waits = gen->sequence_waits;
-	stats->rollbacks_waited = gen->rollbacks_waited;
-	stats->rollbacks_refused = gen->rollbacks_refused;
-	stats->mark_writes = gen->mark_writes;
+	memset(stats, 0, sizeof(SnowflakeStats));
+	for (int i = 0; i < gen->nnodes; i++)
+	{
+		NodeState  *node = &gen->nodes[i].state;
+
+		LWLockAcquire(node->lock, LW_SHARED);
+		if (node->ids_issued > 0)
+			last_tick = Max(last_tick, node->last_tick);
+		stats->ids_issued += node->ids_issued;
+		stats->sequence_waits += node->sequence_waits;
+		stats->rollbacks_waited += node->rollbacks_waited;
+		stats->rollbacks_refused += node->rollbacks_refused;
+		stats->borrowed_ticks += node->borrowed_ticks;
+		LWLockRelease(node->lock);
+	}
+	stats->last_ms = last_tick >= 0 ? SnowflakeTickStart(&snowflake_layout, last_tick) : 0;
+	stats->mark_ms = (int64) pg_atomic_read_u64(&gen->mark_ms);
+	stats->mark_writes = (int64) pg_atomic_read_u64(&gen->mark_writes);
 	stats->startup_wait_ms = gen->startup_wait_ms;
 	stats->started_at = gen->started_at;
-	LWLockRelease(gen->lock);
 }

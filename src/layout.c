@@ -10,6 +10,7 @@
  */
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
 
@@ -19,13 +20,22 @@ void
 SnowflakeDecompose(const SnowflakeLayout *layout, int64 id,
 				   SnowflakeFields *fields)
 {
-	int			time_shift = layout->worker_bits + layout->sequence_bits;
+	uint64		bits = (uint64) id;
+	int			node_shift = layout->sequence_last ? layout->sequence_bits : 0;
+	int			sequence_shift = layout->sequence_last ? 0 : layout->node_bits;
+	int			shift = layout->node_bits;
 
-	Assert(id >= 0);
-	fields->unix_ms = layout->epoch_ms + (id >> time_shift);
-	fields->worker = (int32) ((id >> layout->sequence_bits) &
-							  SnowflakeMaxWorker(layout));
-	fields->sequence = (int32) (id & SnowflakeMaxSequence(layout));
+	fields->tick = (int64) (bits >> SnowflakeTimeShift(layout));
+	fields->unix_ms = SnowflakeTickStart(layout, fields->tick);
+	fields->node = (int32) ((bits >> node_shift) & SnowflakeMaxNode(layout));
+	fields->sequence = (int32) ((bits >> sequence_shift) &
+								SnowflakeMaxSequence(layout));
+	for (int i = 0; i < layout->nparts; i++)
+	{
+		shift -= layout->part_bits[i];
+		fields->parts[i] = (int32) ((fields->node >> shift) &
+									((INT64CONST(1) << layout->part_bits[i]) - 1));
+	}
 }
 
 char *
@@ -37,7 +47,7 @@ SnowflakeFormatMs(int64 unix_ms)
 int64
 SnowflakeLastMs(const SnowflakeLayout *layout)
 {
-	return layout->epoch_ms + SnowflakeMaxTicks(layout);
+	return SnowflakeTickStart(layout, SnowflakeMaxTick(layout) + 1) - 1;
 }
 
 const char *
@@ -187,4 +197,193 @@ SnowflakeParseEpoch(const char *text, int64 *unix_ms, const char **error)
 	*unix_ms = (int64) (date2j(year, month, day) - UNIX_EPOCH_JDATE) *
 		SECS_PER_DAY * 1000 + time_ms - offset_ms;
 	return true;
+}
+
+/* The presets, in the custom syntax: one parser serves both. */
+static const struct
+{
+	const char *name;
+	const char *spec;
+}			lay_presets[] =
+{
+	{"snowflake", "time:41 worker:10 sequence:12 tick:1ms"},
+	{"twitter", "time:41 datacenter:5 worker:5 sequence:12 tick:1ms epoch:1288834974657"},
+	{"discord", "time:42 worker:5 process:5 sequence:12 tick:1ms epoch:1420070400000"},
+	{"instagram", "time:41 shard:13 sequence:10 tick:1ms epoch:1314220021721"},
+	{"sonyflake", "time:39 sequence:8 machine:16 tick:10ms epoch:2025-01-01"},
+};
+
+/* Parse a whole decimal number in [min, max], with an optional suffix. */
+static bool
+lay_number(const char *text, const char *suffix, int64 min, int64 max,
+		   int64 *value)
+{
+	char	   *end;
+
+	if (*text < '0' || *text > '9' || strlen(text) > 12)
+		return false;
+	*value = strtoi64(text, &end, 10);
+	if (*end != '\0' && strcmp(end, suffix) != 0)
+		return false;
+	return *value >= min && *value <= max;
+}
+
+static bool
+lay_name_ok(const char *name)
+{
+	if (*name == '\0' || strlen(name) >= SNOWFLAKE_NAME_LEN ||
+		!((*name >= 'a' && *name <= 'z') || *name == '_'))
+		return false;
+	for (const char *c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
+			return false;
+	return true;
+}
+
+#define LAY_FAIL(...) \
+	do { snprintf(error, error_size, __VA_ARGS__); return false; } while (0)
+
+bool
+SnowflakeParseLayout(const char *text, int64 default_epoch_ms,
+					 SnowflakeLayout *layout, char *error, size_t error_size)
+{
+	char		buffer[512];
+	char	   *saveptr = NULL;
+	char	   *item;
+	int			nfields = 0;	/* time, sequence and node parts seen */
+	bool		seen_time = false;
+	bool		seen_sequence = false;
+	bool		seen_tick = false;
+	bool		prev_was_node = false;
+
+	for (int i = 0; i < (int) lengthof(lay_presets); i++)
+	{
+		if (strcmp(text, lay_presets[i].name) == 0)
+		{
+			if (!SnowflakeParseLayout(lay_presets[i].spec, default_epoch_ms,
+									  layout, error, error_size))
+				return false;
+			strlcpy(layout->name, lay_presets[i].name, SNOWFLAKE_NAME_LEN);
+			return true;
+		}
+	}
+
+	memset(layout, 0, sizeof(SnowflakeLayout));
+	strlcpy(layout->name, "custom", SNOWFLAKE_NAME_LEN);
+	layout->tick_ms = 1;
+	layout->epoch_ms = default_epoch_ms;
+
+	if (strlen(text) >= sizeof(buffer))
+		LAY_FAIL("The layout is longer than %d characters.", (int) sizeof(buffer) - 1);
+	strlcpy(buffer, text, sizeof(buffer));
+
+	for (item = strtok_r(buffer, " ,\t\n", &saveptr); item != NULL;
+		 item = strtok_r(NULL, " ,\t\n", &saveptr))
+	{
+		char	   *colon = strchr(item, ':');
+		char	   *value;
+		int64		number;
+
+		if (colon == NULL)
+			LAY_FAIL("\"%s\" is neither a preset (snowflake, twitter, discord, instagram, sonyflake) nor a name:value item.", item);
+		*colon = '\0';
+		value = colon + 1;
+		if (!lay_name_ok(item))
+			LAY_FAIL("\"%s\" is not a field name: use lower-case letters, digits and underscores.", item);
+
+		if (strcmp(item, "tick") == 0)
+		{
+			if (seen_tick)
+				LAY_FAIL("The tick is given twice.");
+			seen_tick = true;
+			if (!lay_number(value, "ms", 1, 3600000, &number))
+				LAY_FAIL("The tick \"%s\" is not a whole number of milliseconds from 1ms to 3600000ms.", value);
+			layout->tick_ms = (int) number;
+			continue;
+		}
+		if (strcmp(item, "epoch") == 0)
+		{
+			const char *epoch_error;
+
+			if (layout->own_epoch)
+				LAY_FAIL("The epoch is given twice.");
+			if (!SnowflakeParseEpoch(value, &layout->epoch_ms, &epoch_error))
+				LAY_FAIL("The epoch \"%s\" is invalid. %s", value, epoch_error);
+			layout->own_epoch = true;
+			continue;
+		}
+
+		/* a field: its width in bits */
+		if (!lay_number(value, "", 1, 63, &number))
+			LAY_FAIL("The width of field \"%s\" is \"%s\", not a number of bits from 1 to 63.", item, value);
+		if (strcmp(item, "time") == 0)
+		{
+			if (seen_time)
+				LAY_FAIL("The field \"time\" is given twice.");
+			if (nfields > 0)
+				LAY_FAIL("The field \"time\" must come first, so that ids sort by time.");
+			seen_time = true;
+			layout->time_bits = (int) number;
+			prev_was_node = false;
+		}
+		else if (strcmp(item, "sequence") == 0)
+		{
+			if (seen_sequence)
+				LAY_FAIL("The field \"sequence\" is given twice.");
+			seen_sequence = true;
+			layout->sequence_bits = (int) number;
+			/* after the node fields, or before them */
+			layout->sequence_last = (layout->nparts > 0);
+			prev_was_node = false;
+		}
+		else
+		{
+			for (int i = 0; i < layout->nparts; i++)
+				if (strcmp(layout->part_names[i], item) == 0)
+					LAY_FAIL("The field \"%s\" is given twice.", item);
+			if (layout->nparts > 0 && !prev_was_node)
+				LAY_FAIL("The node field \"%s\" is apart from the other node fields: they must be adjacent.", item);
+			if (layout->nparts == SNOWFLAKE_MAX_PARTS)
+				LAY_FAIL("A layout has at most %d node fields.", SNOWFLAKE_MAX_PARTS);
+			strlcpy(layout->part_names[layout->nparts], item, SNOWFLAKE_NAME_LEN);
+			layout->part_bits[layout->nparts++] = (int) number;
+			layout->node_bits += (int) number;
+			prev_was_node = true;
+		}
+		nfields++;
+	}
+
+	if (!seen_time)
+		LAY_FAIL("The layout has no field \"time\".");
+	if (!seen_sequence)
+		LAY_FAIL("The layout has no field \"sequence\".");
+	if (layout->nparts == 0)
+		LAY_FAIL("The layout has no node field (worker, shard, machine, ...).");
+	if (layout->node_bits > 31)
+		LAY_FAIL("The node fields have %d bits; at most 31 fit a worker id.", layout->node_bits);
+	if (layout->sequence_bits > 31)
+		LAY_FAIL("The field \"sequence\" has %d bits; at most 31 are allowed.", layout->sequence_bits);
+	if (layout->time_bits + layout->node_bits + layout->sequence_bits != 63 &&
+		layout->time_bits + layout->node_bits + layout->sequence_bits != 64)
+		LAY_FAIL("The fields add up to %d bits; they must make 63 (positive ids) or 64.",
+				 layout->time_bits + layout->node_bits + layout->sequence_bits);
+	return true;
+}
+
+char *
+SnowflakeLayoutSpec(const SnowflakeLayout *layout)
+{
+	StringInfoData spec;
+
+	initStringInfo(&spec);
+	appendStringInfo(&spec, "time:%d", layout->time_bits);
+	if (!layout->sequence_last)
+		appendStringInfo(&spec, " sequence:%d", layout->sequence_bits);
+	for (int i = 0; i < layout->nparts; i++)
+		appendStringInfo(&spec, " %s:%d", layout->part_names[i], layout->part_bits[i]);
+	if (layout->sequence_last)
+		appendStringInfo(&spec, " sequence:%d", layout->sequence_bits);
+	appendStringInfo(&spec, " tick:%dms epoch:" INT64_FORMAT,
+					 layout->tick_ms, layout->epoch_ms);
+	return spec.data;
 }

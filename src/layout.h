@@ -7,6 +7,13 @@
  * no GUCs, no errors thrown.  The generator and every SQL decoder go through
  * these functions, so there is one place that knows where the bits are.
  *
+ * A layout has three fields: time (a count of ticks since the epoch, always
+ * the most significant), node (the worker, shard or machine id, maybe split
+ * into named parts such as datacenter and worker) and sequence, in the
+ * order time-node-sequence or time-sequence-node.  Their widths add up to 63
+ * (every id a positive bigint) or 64 (the top bit is time's: ids stay
+ * positive until that bit is needed, which ends the layout's lifetime).
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef SNOWFLAKE_LAYOUT_H
@@ -14,76 +21,108 @@
 
 #include "datatype/timestamp.h"
 
-/*
- * Field widths, most significant first: a zero sign bit, then time, worker
- * and sequence.  They add up to 63 so that every id is a positive bigint.
- */
+#define SNOWFLAKE_MAX_PARTS		4
+#define SNOWFLAKE_NAME_LEN		32
+
 typedef struct SnowflakeLayout
 {
+	char		name[SNOWFLAKE_NAME_LEN];	/* preset name, or "custom" */
 	int			time_bits;
-	int			worker_bits;
+	int			node_bits;		/* all parts of the node field */
 	int			sequence_bits;
+	bool		sequence_last;	/* time|node|sequence, else time|sequence|node */
+	int			tick_ms;		/* length of one tick of the time field */
 	int64		epoch_ms;		/* Unix time in ms at which tick 0 begins */
+	bool		own_epoch;		/* the layout names its epoch (else the
+								 * "snowflake.epoch" setting applies) */
+	/* the node field's parts, most significant first */
+	int			nparts;
+	char		part_names[SNOWFLAKE_MAX_PARTS][SNOWFLAKE_NAME_LEN];
+	int			part_bits[SNOWFLAKE_MAX_PARTS];
+	char		sequence_name[SNOWFLAKE_NAME_LEN];
 } SnowflakeLayout;
-
-/* The default layout: 41 bits of ms, 10 bits of worker, 12 of sequence. */
-#define SNOWFLAKE_TIME_BITS			41
-#define SNOWFLAKE_WORKER_BITS		10
-#define SNOWFLAKE_SEQUENCE_BITS		12
 
 /* 2025-01-01 00:00:00 UTC, the default epoch */
 #define SNOWFLAKE_DEFAULT_EPOCH		"2025-01-01 00:00:00+00"
 #define SNOWFLAKE_DEFAULT_EPOCH_MS	INT64CONST(1735689600000)
+#define SNOWFLAKE_DEFAULT_LAYOUT	"snowflake"
 
 /* One id's fields, with the time in absolute Unix milliseconds. */
 typedef struct SnowflakeFields
 {
-	int64		unix_ms;
-	int32		worker;
+	int64		tick;
+	int64		unix_ms;		/* start of the tick */
+	int32		node;
 	int32		sequence;
+	int32		parts[SNOWFLAKE_MAX_PARTS];
 } SnowflakeFields;
 
-static inline int64
-SnowflakeMaxTicks(const SnowflakeLayout *layout)
+static inline int
+SnowflakeTimeShift(const SnowflakeLayout *layout)
 {
-	return (INT64CONST(1) << layout->time_bits) - 1;
+	return layout->node_bits + layout->sequence_bits;
+}
+
+/* The last tick whose ids are still positive bigints. */
+static inline int64
+SnowflakeMaxTick(const SnowflakeLayout *layout)
+{
+	int			usable = Min(layout->time_bits, 63 - SnowflakeTimeShift(layout));
+
+	return (INT64CONST(1) << usable) - 1;
 }
 
 static inline int32
-SnowflakeMaxWorker(const SnowflakeLayout *layout)
+SnowflakeMaxNode(const SnowflakeLayout *layout)
 {
-	return (1 << layout->worker_bits) - 1;
+	return (int32) ((INT64CONST(1) << layout->node_bits) - 1);
 }
 
 static inline int32
 SnowflakeMaxSequence(const SnowflakeLayout *layout)
 {
-	return (1 << layout->sequence_bits) - 1;
+	return (int32) ((INT64CONST(1) << layout->sequence_bits) - 1);
 }
 
-/*
- * Is unix_ms a time at which this layout can issue ids (not before the
- * epoch, not past the last tick)?
- */
-static inline bool
-SnowflakeTimeInRange(const SnowflakeLayout *layout, int64 unix_ms)
+/* The tick containing unix_ms; meaningful only from the epoch on. */
+static inline int64
+SnowflakeTickOf(const SnowflakeLayout *layout, int64 unix_ms)
 {
-	return unix_ms >= layout->epoch_ms &&
-		unix_ms - layout->epoch_ms <= SnowflakeMaxTicks(layout);
+	int64		since = unix_ms - layout->epoch_ms;
+
+	if (likely(layout->tick_ms == 1))
+		return since;
+	return since >= 0 ? since / layout->tick_ms :
+		-((-since + layout->tick_ms - 1) / layout->tick_ms);
+}
+
+static inline int64
+SnowflakeTickStart(const SnowflakeLayout *layout, int64 tick)
+{
+	return layout->epoch_ms + tick * layout->tick_ms;
 }
 
 /*
- * The id for a time, worker and sequence.  The caller guarantees that all
- * three are in range (SnowflakeTimeInRange and the Max functions above).
+ * The id for a tick, node and sequence.  The caller guarantees that all
+ * three are in range (0..SnowflakeMaxTick and the Max functions above).
  */
 static inline int64
-SnowflakeCompose(const SnowflakeLayout *layout, int64 unix_ms,
-				 int32 worker, int32 sequence)
+SnowflakeCompose(const SnowflakeLayout *layout, int64 tick, int32 node,
+				 int32 sequence)
 {
-	return ((unix_ms - layout->epoch_ms) <<
-			(layout->worker_bits + layout->sequence_bits)) |
-		((int64) worker << layout->sequence_bits) |
-		(int64) sequence;
+	int			node_shift = layout->sequence_last ? layout->sequence_bits : 0;
+	int			sequence_shift = layout->sequence_last ? 0 : layout->node_bits;
+
+	return (int64) (((uint64) tick << SnowflakeTimeShift(layout)) |
+					((uint64) node << node_shift) |
+					((uint64) sequence << sequence_shift));
+}
+
+/* What adding one to the sequence adds to an id. */
+static inline int64
+SnowflakeSequenceStep(const SnowflakeLayout *layout)
+{
+	return layout->sequence_last ? 1 : INT64CONST(1) << layout->node_bits;
 }
 
 /* Unix ms since 1970 to PostgreSQL's timestamptz (us since 2000) and back. */
@@ -126,6 +165,20 @@ extern int64 SnowflakeLastMs(const SnowflakeLayout *layout);
  */
 extern bool SnowflakeParseEpoch(const char *text, int64 *unix_ms,
 								const char **error);
+
+/*
+ * Parse a layout: a preset name (snowflake, twitter, discord, instagram,
+ * sonyflake) or a custom specification such as
+ * "time:41 worker:10 sequence:12 tick:1ms epoch:2025-01-01".  default_epoch
+ * serves layouts that name none.  Returns false with a sentence in error
+ * (of error_size bytes) when the text is not a valid layout.
+ */
+extern bool SnowflakeParseLayout(const char *text, int64 default_epoch_ms,
+								 SnowflakeLayout *layout, char *error,
+								 size_t error_size);
+
+/* The specification of a layout in the custom syntax, palloc'd. */
+extern char *SnowflakeLayoutSpec(const SnowflakeLayout *layout);
 
 /*
  * Can a generator run with this layout at now_ms?  Returns NULL when it can,

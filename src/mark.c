@@ -5,8 +5,8 @@
  *	  load and validation.
  *
  * The file is a fixed-size binary record: magic number, format version,
- * the worker id, the layout (widths and epoch), the mark and the time it
- * was written, all in absolute Unix milliseconds, and a CRC-32C over the
+ * the worker id, the layout (widths, field order, tick and epoch), the mark
+ * and the time it was written, all in absolute Unix milliseconds, and a CRC-32C over the
  * rest.  It is replaced whole: written to a temporary file, then moved
  * into place by durable_rename(), which fsyncs the file and the directory,
  * so after an OS crash there is either the old mark or the new one.
@@ -25,7 +25,8 @@
 
 #define MARK_MAGIC			0x534E4F57	/* "SNOW" */
 #define MARK_VERSION		1
-#define MARK_FLAG_CLEAN		0x0001
+#define MARK_FLAG_CLEAN		0x0001	/* written at a clean shutdown */
+#define MARK_FLAG_SEQUENCE_LAST	0x0002	/* time|node|sequence */
 
 #define MARK_TEMP_FILE		SNOWFLAKE_MARK_FILE ".tmp"
 
@@ -36,12 +37,14 @@ typedef struct MarkFileData
 	uint32		version;
 	int32		worker_id;
 	int32		time_bits;
-	int32		worker_bits;
+	int32		node_bits;
 	int32		sequence_bits;
+	int32		tick_ms;
+	uint32		flags;
 	int64		epoch_ms;
 	int64		mark_ms;
 	int64		written_ms;
-	uint32		flags;
+	uint32		reserved;		/* zero */
 	pg_crc32c	crc;			/* of everything above */
 } MarkFileData;
 
@@ -112,14 +115,30 @@ MarkLoad(SnowflakeMark *mark, char *problem, size_t problem_size)
 		return MARK_INVALID;
 	}
 
+	memset(mark, 0, sizeof(SnowflakeMark));
 	mark->mark_ms = data.mark_ms;
 	mark->written_ms = data.written_ms;
 	mark->clean = (data.flags & MARK_FLAG_CLEAN) != 0;
 	mark->worker_id = data.worker_id;
+	/* the layout as far as the bits go; its part names are not kept */
+	strlcpy(mark->layout.name, "recorded", SNOWFLAKE_NAME_LEN);
 	mark->layout.time_bits = data.time_bits;
-	mark->layout.worker_bits = data.worker_bits;
+	mark->layout.node_bits = data.node_bits;
 	mark->layout.sequence_bits = data.sequence_bits;
+	mark->layout.sequence_last = (data.flags & MARK_FLAG_SEQUENCE_LAST) != 0;
+	mark->layout.tick_ms = data.tick_ms;
 	mark->layout.epoch_ms = data.epoch_ms;
+	mark->layout.own_epoch = true;
+	mark->layout.nparts = 1;
+	strlcpy(mark->layout.part_names[0], "node", SNOWFLAKE_NAME_LEN);
+	mark->layout.part_bits[0] = data.node_bits;
+	if (data.time_bits < 1 || data.node_bits < 1 || data.sequence_bits < 1 ||
+		data.time_bits + data.node_bits + data.sequence_bits > 64 ||
+		data.tick_ms < 1)
+	{
+		snprintf(problem, problem_size, "The file records an impossible layout.");
+		return MARK_INVALID;
+	}
 	return MARK_LOADED;
 }
 
@@ -134,12 +153,14 @@ MarkWrite(const SnowflakeMark *mark, int elevel)
 	data.version = MARK_VERSION;
 	data.worker_id = mark->worker_id;
 	data.time_bits = mark->layout.time_bits;
-	data.worker_bits = mark->layout.worker_bits;
+	data.node_bits = mark->layout.node_bits;
 	data.sequence_bits = mark->layout.sequence_bits;
+	data.tick_ms = mark->layout.tick_ms;
 	data.epoch_ms = mark->layout.epoch_ms;
 	data.mark_ms = mark->mark_ms;
 	data.written_ms = mark->written_ms;
-	data.flags = mark->clean ? MARK_FLAG_CLEAN : 0;
+	data.flags = (mark->clean ? MARK_FLAG_CLEAN : 0) |
+		(mark->layout.sequence_last ? MARK_FLAG_SEQUENCE_LAST : 0);
 	data.crc = mark_crc(&data);
 
 	fd = OpenTransientFile(MARK_TEMP_FILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);

@@ -16,6 +16,7 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 
 #include "snowflake.h"
 #include "uuidv7.h"
@@ -33,14 +34,34 @@ void		_PG_init(void);
 int			snowflake_worker_id = 0;
 int			snowflake_rollback_tolerance_ms = 5;
 int			snowflake_mark_interval_ms = 1000;
+int			snowflake_max_borrow_ms = 0;
+char	   *snowflake_shards = NULL;
 static char *snowflake_epoch = NULL;
+static char *snowflake_layout_text = NULL;
 
+/* The epoch of "snowflake.epoch", for layouts that name none */
+static int64 snowflake_epoch_ms = SNOWFLAKE_DEFAULT_EPOCH_MS;
+
+/* Until "snowflake.layout" is assigned: the snowflake preset */
 SnowflakeLayout snowflake_layout = {
-	.time_bits = SNOWFLAKE_TIME_BITS,
-	.worker_bits = SNOWFLAKE_WORKER_BITS,
-	.sequence_bits = SNOWFLAKE_SEQUENCE_BITS,
+	.name = "snowflake",
+	.time_bits = 41,
+	.node_bits = 10,
+	.sequence_bits = 12,
+	.sequence_last = true,
+	.tick_ms = 1,
 	.epoch_ms = SNOWFLAKE_DEFAULT_EPOCH_MS,
+	.nparts = 1,
+	.part_names = {"worker"},
+	.part_bits = {10},
 };
+
+int		   *snowflake_nodes = NULL;
+int			snowflake_nnodes = 0;
+int			snowflake_worker_index = 0;
+
+/* Shards a server may issue for: enough for 13 bits of Instagram shards. */
+#define SNOWFLAKE_MAX_NODES		65536
 
 #if PG_VERSION_NUM >= 150000
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -73,7 +94,171 @@ assign_epoch(const char *newval, void *extra)
 	const char *problem;
 
 	/* check_epoch accepted it, so this cannot fail */
-	(void) SnowflakeParseEpoch(newval, &snowflake_layout.epoch_ms, &problem);
+	(void) SnowflakeParseEpoch(newval, &snowflake_epoch_ms, &problem);
+	if (!snowflake_layout.own_epoch)
+		snowflake_layout.epoch_ms = snowflake_epoch_ms;
+}
+
+static bool
+check_layout(char **newval, void **extra, GucSource source)
+{
+	SnowflakeLayout candidate;
+	char		problem[256];
+	const char *epoch_problem;
+
+	if (!SnowflakeParseLayout(*newval, snowflake_epoch_ms, &candidate,
+							  problem, sizeof(problem)))
+	{
+		GUC_check_errdetail("%s", problem);
+		return false;
+	}
+	epoch_problem = SnowflakeCheckEpoch(&candidate, GeneratorClockMs());
+	if (epoch_problem != NULL)
+	{
+		GUC_check_errdetail("%s", epoch_problem);
+		return false;
+	}
+	return true;
+}
+
+static void
+assign_layout(const char *newval, void *extra)
+{
+	char		problem[256];
+
+	/* check_layout accepted it, so this cannot fail */
+	(void) SnowflakeParseLayout(newval, snowflake_epoch_ms, &snowflake_layout,
+								problem, sizeof(problem));
+}
+
+static bool
+check_worker_id(int *newval, void **extra, GucSource source)
+{
+	if (*newval > SnowflakeMaxNode(&snowflake_layout))
+	{
+		GUC_check_errdetail("Layout \"%s\" has %d bits of worker id, for worker ids 0 to %d.",
+							snowflake_layout.name, snowflake_layout.node_bits,
+							SnowflakeMaxNode(&snowflake_layout));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Parse a list of shards, such as "0-99, 200, 300-310", into ascending
+ * values in values (of room for max_count, or NULL to count only).  Returns
+ * the count, or -1 with a sentence in problem.
+ */
+static int
+snowflake_parse_shards(const char *text, int *values, char *problem,
+					   size_t problem_size)
+{
+	int32		max_node = SnowflakeMaxNode(&snowflake_layout);
+	const char *p = text;
+	int			count = 0;
+	int64		previous = -1;
+
+	while (*p)
+	{
+		char	   *end;
+		int64		low;
+		int64		high;
+
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == '\0')
+			break;
+		if (*p < '0' || *p > '9')
+			goto malformed;
+		low = high = strtoi64(p, &end, 10);
+		p = end;
+		if (*p == '-')
+		{
+			p++;
+			if (*p < '0' || *p > '9')
+				goto malformed;
+			high = strtoi64(p, &end, 10);
+			p = end;
+		}
+		if (*p != '\0' && *p != ',' && *p != ' ')
+			goto malformed;
+		if (low > high || high > max_node)
+		{
+			snprintf(problem, problem_size,
+					 "The range %lld-%lld is empty or beyond the largest shard of layout \"%s\", %d.",
+					 (long long) low, (long long) high, snowflake_layout.name, max_node);
+			return -1;
+		}
+		if (low <= previous)
+		{
+			snprintf(problem, problem_size,
+					 "Shard %lld is listed twice or out of order: list shards in ascending order.",
+					 (long long) low);
+			return -1;
+		}
+		if (count + (high - low + 1) > SNOWFLAKE_MAX_NODES)
+		{
+			snprintf(problem, problem_size, "A server issues ids for at most %d shards.",
+					 SNOWFLAKE_MAX_NODES);
+			return -1;
+		}
+		for (int64 v = low; v <= high; v++)
+			if (values)
+				values[count++] = (int) v;
+			else
+				count++;
+		previous = high;
+	}
+	return count;
+
+malformed:
+	snprintf(problem, problem_size,
+			 "Shards are listed as numbers and ranges, such as \"0-99, 200, 300-310\".");
+	return -1;
+}
+
+static bool
+check_shards(char **newval, void **extra, GucSource source)
+{
+	char		problem[256];
+
+	if (snowflake_parse_shards(*newval, NULL, problem, sizeof(problem)) < 0)
+	{
+		GUC_check_errdetail("%s", problem);
+		return false;
+	}
+	return true;
+}
+
+/* The node values of this server: its worker id and its shards, ascending. */
+static void
+snowflake_build_nodes(void)
+{
+	char		problem[256];
+	int			nshards = snowflake_parse_shards(snowflake_shards, NULL, problem,
+												 sizeof(problem));
+	int		   *values = MemoryContextAlloc(TopMemoryContext,
+											sizeof(int) * (Max(nshards, 0) + 1));
+	int			n = 0;
+	int			i = 0;
+
+	if (nshards > 0)
+		(void) snowflake_parse_shards(snowflake_shards, values, problem, sizeof(problem));
+	else
+		nshards = 0;
+	/* insert the worker id in order, unless it is one of the shards */
+	while (i < nshards && values[i] < snowflake_worker_id)
+		i++;
+	if (i == nshards || values[i] != snowflake_worker_id)
+	{
+		memmove(values + i + 1, values + i, sizeof(int) * (nshards - i));
+		values[i] = snowflake_worker_id;
+		nshards++;
+	}
+	n = nshards;
+	snowflake_nodes = values;
+	snowflake_nnodes = n;
+	snowflake_worker_index = i;
 }
 
 /*
@@ -125,16 +310,39 @@ snowflake_shmem_startup(void)
 void
 _PG_init(void)
 {
-	char	   *configured_worker_id = snowflake_configured_value("snowflake.worker_id");
-	char	   *configured_epoch = snowflake_configured_value("snowflake.epoch");
+	const char *names[] = {"snowflake.epoch", "snowflake.layout",
+	"snowflake.worker_id", "snowflake.shards"};
+	char	   *configured[lengthof(names)];
 
 	/*
 	 * A library loaded after start-up cannot define PGC_POSTMASTER variables.
 	 * Then there is no generator either, only the decoders, which need the
-	 * epoch of postgresql.conf: read it as a SIGHUP setting.
+	 * epoch and layout of postgresql.conf: read them as SIGHUP settings.
 	 */
 	GucContext	startup_context = process_shared_preload_libraries_in_progress ?
 		PGC_POSTMASTER : PGC_SIGHUP;
+
+	for (int i = 0; i < (int) lengthof(names); i++)
+		configured[i] = snowflake_configured_value(names[i]);
+
+	/* in this order: the layout reads the epoch, the worker id the layout */
+	DefineCustomStringVariable("snowflake.epoch",
+							   "Time from which the timestamp of the ids counts, in UTC unless an offset is given.",
+							   "Layouts that name their own epoch ignore it.",
+							   &snowflake_epoch,
+							   SNOWFLAKE_DEFAULT_EPOCH,
+							   startup_context,
+							   0,
+							   check_epoch, assign_epoch, NULL);
+
+	DefineCustomStringVariable("snowflake.layout",
+							   "Bit layout of the ids: snowflake, twitter, discord, instagram, sonyflake, or a custom specification.",
+							   NULL,
+							   &snowflake_layout_text,
+							   SNOWFLAKE_DEFAULT_LAYOUT,
+							   startup_context,
+							   0,
+							   check_layout, assign_layout, NULL);
 
 	DefineCustomIntVariable("snowflake.worker_id",
 							"Worker id written into every id; each server issuing ids for the same tables needs its own.",
@@ -142,19 +350,19 @@ _PG_init(void)
 							&snowflake_worker_id,
 							0,
 							0,
-							SnowflakeMaxWorker(&snowflake_layout),
+							PG_INT32_MAX,
 							startup_context,
 							0,
-							NULL, NULL, NULL);
+							check_worker_id, NULL, NULL);
 
-	DefineCustomStringVariable("snowflake.epoch",
-							   "Time from which the timestamp of the ids counts, in UTC unless an offset is given.",
-							   NULL,
-							   &snowflake_epoch,
-							   SNOWFLAKE_DEFAULT_EPOCH,
+	DefineCustomStringVariable("snowflake.shards",
+							   "Logical shards, besides its worker id, that this server issues ids for with snowflake_nextval(shard).",
+							   "A list of numbers and ranges, such as \"0-99, 200\".",
+							   &snowflake_shards,
+							   "",
 							   startup_context,
 							   0,
-							   check_epoch, assign_epoch, NULL);
+							   check_shards, NULL, NULL);
 
 	DefineCustomIntVariable("snowflake.rollback_tolerance_ms",
 							"Largest backward clock step that is waited out rather than refused.",
@@ -184,6 +392,17 @@ _PG_init(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("snowflake.max_borrow_ms",
+							"How far ahead of the clock ids may be issued when a tick's sequence is exhausted, instead of waiting.",
+							"0 waits for the next tick.",
+							&snowflake_max_borrow_ms,
+							0,
+							0,
+							60000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
 #if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("snowflake");
 #else
@@ -193,8 +412,9 @@ _PG_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
-	snowflake_require_valid("snowflake.worker_id", configured_worker_id);
-	snowflake_require_valid("snowflake.epoch", configured_epoch);
+	for (int i = 0; i < (int) lengthof(names); i++)
+		snowflake_require_valid(names[i], configured[i]);
+	snowflake_build_nodes();
 
 #if PG_VERSION_NUM >= 150000
 	prev_shmem_request_hook = shmem_request_hook;

@@ -21,9 +21,19 @@
 extern int	snowflake_worker_id;
 extern int	snowflake_rollback_tolerance_ms;
 extern int	snowflake_mark_interval_ms;
+extern int	snowflake_max_borrow_ms;
+extern char *snowflake_shards;
 
-/* The layout in force, with the epoch from "snowflake.epoch" (snowflake.c) */
+/*
+ * The layout in force ("snowflake.layout", with the epoch of
+ * "snowflake.epoch" unless the layout names its own), and the node values
+ * this server issues ids for: its worker id and its shards, ascending, with
+ * the worker id at snowflake_worker_index (snowflake.c).
+ */
 extern SnowflakeLayout snowflake_layout;
+extern int *snowflake_nodes;
+extern int	snowflake_nnodes;
+extern int	snowflake_worker_index;
 
 /* SQLSTATE of a refused clock rollback: an error external to PostgreSQL */
 #define ERRCODE_SNOWFLAKE_CLOCK_ROLLBACK	ERRCODE_SYSTEM_ERROR
@@ -37,6 +47,7 @@ typedef struct SnowflakeStats
 	int64		sequence_waits; /* waits for the next ms, sequence exhausted */
 	int64		rollbacks_waited;	/* calls that waited out a rollback */
 	int64		rollbacks_refused;	/* calls refused for a rollback */
+	int64		borrowed_ticks; /* ticks taken ahead of the clock */
 	int64		mark_writes;	/* high-water marks written */
 	int64		startup_wait_ms;	/* how far the mark found at start-up was
 									 * ahead of the clock */
@@ -46,7 +57,7 @@ typedef struct SnowflakeStats
 /* generator.c */
 extern void GeneratorShmemRequest(void);
 extern void GeneratorShmemStartup(void);
-extern int64 GeneratorReserve(int32 count, int32 *reserved);
+extern int64 GeneratorReserve(int32 node, int32 count, int32 *reserved);
 extern void GeneratorGetStats(SnowflakeStats *stats);
 extern int64 GeneratorClockMs(void);
 #ifdef pg_noreturn				/* PostgreSQL 18 replaced the attribute */

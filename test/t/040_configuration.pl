@@ -32,15 +32,23 @@ $plain->stop;
 # Values that must stop the server from starting.
 my %refused = (
 	'snowflake.worker_id = 1024' =>
-	  qr/FATAL:  1024 is outside the valid range for parameter "snowflake.worker_id" \(0 .. 1023\)/,
+	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": 1024\n.*DETAIL:  Layout "snowflake" has 10 bits of worker id, for worker ids 0 to 1023\./,
 	'snowflake.worker_id = -1' =>
-	  qr/FATAL:  -1 is outside the valid range for parameter "snowflake.worker_id" \(0 .. 1023\)/,
+	  qr/FATAL:  -1 is outside the valid range for parameter "snowflake.worker_id"/,
 	"snowflake.epoch = '2999-01-01'" =>
 	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "2999-01-01"\n.*DETAIL:  The epoch lies in the future/,
 	"snowflake.epoch = '1950-01-01'" =>
 	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "1950-01-01"\n.*DETAIL:  The epoch lies so far back/,
 	"snowflake.epoch = 'soon'" =>
-	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "soon"/,);
+	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "soon"/,
+	"snowflake.layout = 'time:41 worker:10 sequence:11'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.layout": "time:41 worker:10 sequence:11"\n.*DETAIL:  The fields add up to 62 bits/,
+	"snowflake.layout = 'instagram'\nsnowflake.worker_id = 8192" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": 8192\n.*DETAIL:  Layout "instagram" has 13 bits of worker id, for worker ids 0 to 8191\./,
+	"snowflake.shards = '5-3'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.shards": "5-3"\n.*DETAIL:  The range 5-3 is empty/,
+	"snowflake.shards = '1000-1024'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.shards": "1000-1024"\n.*DETAIL:  The range 1000-1024 is empty or beyond the largest shard of layout "snowflake", 1023\./,);
 my $n = 0;
 for my $setting (sort keys %refused)
 {

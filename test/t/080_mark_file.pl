@@ -18,7 +18,7 @@ $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 my $before = draw_max($node, 1000);
 $node->stop;
-is(-s $mark, 56, 'the mark is a 56-byte file in the data directory');
+is(-s $mark, 64, 'the mark is a 64-byte file in the data directory');
 
 sub rewrite_mark
 {
@@ -36,12 +36,12 @@ my %broken = (
 	'a flipped byte' => [ sub { my $b = shift; substr($b, 44, 1) ^= "\x01"; $b },
 		qr/DETAIL:  The file's checksum does not match its contents\./ ],
 	'a truncated file' => [ sub { substr(shift, 0, 20) },
-		qr/DETAIL:  The file is 20 bytes long, not 56\./ ],
-	'an empty file' => [ sub { '' }, qr/DETAIL:  The file is 0 bytes long, not 56\./ ],
-	'trailing bytes' => [ sub { shift() . 'x' }, qr/DETAIL:  The file is longer than 56 bytes\./ ],
+		qr/DETAIL:  The file is 20 bytes long, not 64\./ ],
+	'an empty file' => [ sub { '' }, qr/DETAIL:  The file is 0 bytes long, not 64\./ ],
+	'trailing bytes' => [ sub { shift() . 'x' }, qr/DETAIL:  The file is longer than 64 bytes\./ ],
 	'a newer format' => [ sub { my $b = shift; substr($b, 4, 4) = pack('L', 2); $b },
 		qr/DETAIL:  The file has format version 2; this build reads version 1\./ ],
-	'a foreign file' => [ sub { 'not a mark' . ("\0" x 46) },
+	'a foreign file' => [ sub { 'not a mark' . ("\0" x 54) },
 		qr/DETAIL:  The file does not start with the magic number/ ],);
 my $saved = slurp_file($mark);
 for my $case (sort keys %broken)
@@ -83,13 +83,22 @@ $node->stop;
 $node->append_conf('postgresql.conf', "snowflake.epoch = '2025-06-01'\n");
 $node->start;
 my $stderr = psql_stderr($node, 'SELECT snowflake_nextval()');
-like($stderr, qr/ERROR:  55000: "snowflake.epoch" is later than the epoch of the ids already issued/,
+like($stderr, qr/ERROR:  55000: under the configured layout and epoch, ids would sort below the ids already issued/,
 	'a later epoch is refused');
-like($stderr, qr/DETAIL:  Ids were issued under epoch 2025-01-01 00:00:00\+00 up to .*; under epoch 2025-06-01 00:00:00\+00 new ids would sort below them\./,
-	'the detail names both epochs');
-like($stderr, qr/HINT:  Set "snowflake.epoch" back, or remove the file "snowflake.mark"/,
+like($stderr, qr/DETAIL:  Ids were issued up to .* with 41 bits of time in ticks of 1 ms since 2025-01-01 00:00:00\+00, 10 of node and 12 of sequence; the configured layout is "snowflake" \(time:41 worker:10 sequence:12 tick:1ms epoch:1748736000000\)\./,
+	'the detail names the layout and epoch of both');
+like($stderr, qr/HINT:  Go back to the earlier "snowflake.layout" and "snowflake.epoch", or remove the file "snowflake.mark"/,
 	'the hint names both ways out');
 $node->stop;
+
+# So would another layout: sonyflake's ticks are ten times longer.
+$node->append_conf('postgresql.conf', "snowflake.epoch = '2025-01-01'\nsnowflake.layout = 'sonyflake'\n");
+$node->start;
+like(psql_stderr($node, 'SELECT snowflake_nextval()'),
+	qr/ERROR:  55000: under the configured layout and epoch, ids would sort below/,
+	'a layout whose ids sort lower is refused');
+$node->stop;
+$node->append_conf('postgresql.conf', "snowflake.layout = 'snowflake'\n");
 
 # An earlier epoch only moves new ids further up.
 $node->append_conf('postgresql.conf', "snowflake.epoch = '2024-01-01'\n");
