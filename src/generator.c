@@ -139,15 +139,26 @@ gen_first_tick_at(const SnowflakeLayout *layout, int64 unix_ms)
 	return SnowflakeTickStart(layout, tick) < unix_ms ? tick + 1 : tick;
 }
 
+/*
+ * The first tick at or after unix_ms, within 0 .. the layout's last tick + 1:
+ * a tick past the end is never below a mark, so no id past the end is
+ * issued without the range check of the slow path.
+ */
+static int64
+gen_mark_tick(int64 unix_ms)
+{
+	int64		tick = gen_first_tick_at(&snowflake_layout, unix_ms);
+
+	return Min(Max(tick, 0), SnowflakeMaxTick(&snowflake_layout) + 1);
+}
+
 /* Publish a mark that is on disk. */
 static void
 gen_set_mark(int64 mark_ms, int64 refresh_ms)
 {
 	pg_atomic_write_u64(&gen->mark_ms, (uint64) mark_ms);
-	pg_atomic_write_u64(&gen->mark_tick,
-						(uint64) Max(0, gen_first_tick_at(&snowflake_layout, mark_ms)));
-	pg_atomic_write_u64(&gen->refresh_tick,
-						(uint64) Max(0, gen_first_tick_at(&snowflake_layout, refresh_ms)));
+	pg_atomic_write_u64(&gen->mark_tick, (uint64) gen_mark_tick(mark_ms));
+	pg_atomic_write_u64(&gen->refresh_tick, (uint64) gen_mark_tick(refresh_ms));
 }
 
 /*
@@ -551,7 +562,7 @@ GeneratorReserve(int32 node_value, int32 count, int32 *reserved)
 			LWLockRelease(node->lock);
 			gen_report_problem();
 		}
-		else if (now < last &&
+		else if (now < last && !node->restarted &&
 				 SnowflakeTickStart(layout, last) - now_ms <= snowflake_max_borrow_ms &&
 				 node->sequence < max_sequence)
 		{
@@ -566,7 +577,6 @@ GeneratorReserve(int32 node_value, int32 count, int32 *reserved)
 			/* sequence exhausted: borrow the next tick instead of waiting */
 			tick = last + 1;
 			first = 0;
-			node->borrowed_ticks++;
 			extend = true;
 		}
 		else if (now == last)
@@ -592,6 +602,12 @@ GeneratorReserve(int32 node_value, int32 count, int32 *reserved)
 			int64		behind = node->clock_ms - now_ms;
 			int64		wait = SnowflakeTickStart(layout, node->restarted ? last + 1 : last) - now_ms;
 			bool		restarted = node->restarted;
+
+			if (now < 0)
+			{
+				LWLockRelease(node->lock);
+				gen_report_out_of_range(now_ms);
+			}
 
 			if (behind > snowflake_rollback_tolerance_ms)
 			{
@@ -625,8 +641,6 @@ GeneratorReserve(int32 node_value, int32 count, int32 *reserved)
 			if (tick >= (int64) pg_atomic_read_u64(&gen->mark_tick))
 			{
 				/* ids of this tick need a mark on disk first */
-				if (tick > now)
-					node->borrowed_ticks--; /* counted again on retry */
 				LWLockRelease(node->lock);
 				gen_extend_mark(true, tick);
 				continue;
@@ -635,7 +649,11 @@ GeneratorReserve(int32 node_value, int32 count, int32 *reserved)
 
 		*reserved = Min(count, max_sequence - first + 1);
 		if (tick != last)
+		{
 			node->clock_ms = now_ms;
+			if (tick > now)
+				node->borrowed_ticks++;
+		}
 		node->last_tick = tick;
 		node->sequence = first + *reserved - 1;
 		node->restarted = false;
