@@ -5,7 +5,7 @@ SET extra_float_digits = 0;
 
 -- every preset: widths, tick, epoch, lifetime, capacity
 SELECT name, time_bits, node_bits, sequence_bits, tick_ms, epoch,
-       round(lifetime_years::numeric, 1) AS years, ends_at, nodes, ids_per_second
+       round(lifetime_years::numeric, 1) AS years, ends_at, nodes, ids_per_tick, ids_per_second
   FROM unnest(ARRAY['snowflake', 'twitter', 'discord', 'instagram', 'sonyflake']) p,
        snowflake_layout_info(p);
 SELECT specification FROM snowflake_layout_info('sonyflake');

@@ -100,6 +100,7 @@ CREATE FUNCTION snowflake_layout_info(
 	OUT lifetime_years float8,
 	OUT ends_at timestamptz,
 	OUT nodes bigint,
+	OUT ids_per_tick bigint,
 	OUT ids_per_second bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'snowflake_layout_info'

@@ -257,8 +257,8 @@ snowflake_layout_info(PG_FUNCTION_ARGS)
 	const SnowflakeLayout *layout = fn_layout(fcinfo, 0, &buffer);
 	int64		ticks = SnowflakeMaxTick(layout) + 1;
 	int64		per_tick = (int64) SnowflakeMaxSequence(layout) + 1;
-	Datum		values[11];
-	bool		nulls[11] = {false};
+	Datum		values[12];
+	bool		nulls[12] = {false};
 
 	values[0] = CStringGetTextDatum(layout->name);
 	values[1] = CStringGetTextDatum(SnowflakeLayoutSpec(layout));
@@ -271,7 +271,8 @@ snowflake_layout_info(PG_FUNCTION_ARGS)
 							   (365.25 * 86400.0 * 1000.0));
 	values[8] = TimestampTzGetDatum(SnowflakeMsToTimestamptz(SnowflakeLastMs(layout)));
 	values[9] = Int64GetDatum((int64) SnowflakeMaxNode(layout) + 1);
-	values[10] = Int64GetDatum(per_tick * 1000 / layout->tick_ms);
+	values[10] = Int64GetDatum(per_tick);
+	values[11] = Int64GetDatum(per_tick * 1000 / layout->tick_ms);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(fn_result_tupdesc(fcinfo),
 													  values, nulls)));

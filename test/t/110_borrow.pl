@@ -54,8 +54,8 @@ $node->safe_psql('postgres', 'SELECT count(snowflake_nextval()) FROM generate_se
 ok($node->safe_psql('postgres', 'SELECT sequence_waits FROM snowflake_stats') > 0,
 	'without borrowing the burst waits for the next tick');
 
-# A crash in the middle of a burst: every id after it is above every id
-# before it, borrowed ones included.
+# A crash after a burst, with its last ticks borrowed ahead of the clock:
+# every id after it is above every id before it, borrowed ones included.
 $node->safe_psql('postgres', 'ALTER SYSTEM SET snowflake.max_borrow_ms = 5000; SELECT pg_reload_conf()');
 $node->poll_query_until('postgres', "SELECT current_setting('snowflake.max_borrow_ms') = '5s'");
 my $last = $node->safe_psql('postgres',
@@ -66,6 +66,20 @@ ok($node->safe_psql('postgres',
 $node->stop('immediate');
 $node->start;
 is_above($node, draw_max($node, 10), $last, 'after a crash the ids are above the borrowed ones');
+
+# A crash in the middle of a burst: a client streams ids at full speed,
+# far above the capacity, while the postmaster and every backend are killed.
+my $received = "$PostgreSQL::Test::Utils::tmp_check/burst.out";
+my $client = stream_ids($node, $received, 2_000_000);
+my $borrowed = $node->safe_psql('postgres', 'SELECT borrowed_ticks FROM snowflake_stats');
+kill_server($node);
+$client->finish;
+my ($count, $largest, $increasing) = stream_largest($received);
+ok($increasing && $count > 50000, "the $count ids received mid-burst were increasing");
+ok($borrowed > 0, 'the burst was borrowing ticks when the server died');
+$node->start;
+is_above($node, draw_max($node, 10), $largest,
+	'after the crash every id is above every id the client received');
 
 $node->stop;
 done_testing();

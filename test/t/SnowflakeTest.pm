@@ -7,10 +7,13 @@ use warnings;
 
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
+use IPC::Run;
 use Test::More;
+use Time::HiRes qw(time usleep);
 
 our @EXPORT =
-  qw(snowflake_node draw_max is_above psql_stderr step_clock start_with_fake_clock);
+  qw(snowflake_node draw_max is_above psql_stderr step_clock start_with_fake_clock
+  kill_server stream_ids stream_largest);
 
 # A new node with snowflake preloaded; $conf is appended to postgresql.conf.
 # The caller starts it and creates the extension.
@@ -87,6 +90,71 @@ sub start_with_fake_clock
 	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
 	local $ENV{NO_FAKE_STAT} = '1';
 	$node->start;
+}
+
+# Kill the postmaster and every backend with SIGKILL at once, as a power
+# cut would leave them, and wait until they are gone and reaped (the next
+# postmaster takes a PID that still exists, zombie or not, for a running
+# server).
+sub kill_server
+{
+	my ($node) = @_;
+	my $postmaster = $node->{_pid};
+	my @kids;
+
+	for my $stat (glob('/proc/[0-9]*/stat'))
+	{
+		open(my $fh, '<', $stat) or next;
+		my $line = <$fh>;
+		close($fh);
+		push @kids, $1
+		  if defined $line && $line =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $postmaster;
+	}
+	$node->kill9;
+	kill 'KILL', @kids;
+	my $deadline = time() + 60;
+	usleep(10_000) while grep({ kill(0, $_) } $postmaster, @kids) && time() < $deadline;
+	die 'the killed server did not go away' if grep({ kill(0, $_) } $postmaster, @kids);
+}
+
+# Start a client streaming ids at full speed into $file; wait until at
+# least $bytes have arrived.  Returns the IPC::Run harness.
+sub stream_ids
+{
+	my ($node, $file, $bytes) = @_;
+	my $stderr = '';
+	# generate_series in the select list streams; in FROM it would be
+	# materialised first
+	my $client = IPC::Run::start(
+		[
+			'psql', '-X', '-d', $node->connstr('postgres'), '-c',
+			'COPY (SELECT snowflake_nextval() FROM (SELECT generate_series(1, 2000000000)) s) TO STDOUT'
+		],
+		'>', $file, '2>', \$stderr);
+	my $deadline = time() + 60;
+	usleep(50_000) while (!-e $file || -s $file < $bytes) && time() < $deadline;
+	return $client;
+}
+
+# The largest id in a stream file: the last complete line, the stream being
+# increasing, which this checks (ids of equal length compare as strings).
+# Returns (count, largest, increasing).
+sub stream_largest
+{
+	my ($file) = @_;
+	my ($count, $largest, $increasing) = (0, '', 1);
+
+	open(my $fh, '<', $file) or die $!;
+	while (my $line = <$fh>)
+	{
+		last unless $line =~ /^(\d+)\n$/;
+		$increasing = 0
+		  if (length($1) <=> length($largest) || $1 cmp $largest) <= 0;
+		$largest = $1;
+		$count++;
+	}
+	close($fh);
+	return ($count, $largest, $increasing);
 }
 
 1;
