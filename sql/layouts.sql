@@ -75,6 +75,7 @@ SELECT * FROM snowflake_layout_info('time:41 worker:5 worker:5 sequence:12');
 SELECT * FROM snowflake_layout_info('time:41 a:2 b:2 c:2 d:2 e:2 sequence:12');
 SELECT * FROM snowflake_layout_info('time:31 worker:32 sequence:1');
 SELECT * FROM snowflake_layout_info('time:0 worker:10 sequence:12');
+SELECT * FROM snowflake_layout_info('time:60 worker:1 sequence:2 tick:3600000ms');
 SELECT * FROM snowflake_layout_info('time:41 worker:ten sequence:12');
 SELECT * FROM snowflake_layout_info('time:41 Worker:10 sequence:12');
 SELECT * FROM snowflake_layout_info('time:41 worker:10 sequence:12 tick:0ms');

@@ -10,6 +10,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "lib/stringinfo.h"
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
@@ -367,6 +369,11 @@ SnowflakeParseLayout(const char *text, int64 default_epoch_ms,
 		layout->time_bits + layout->node_bits + layout->sequence_bits != 64)
 		LAY_FAIL("The fields add up to %d bits; they must make 63 (positive ids) or 64.",
 				 layout->time_bits + layout->node_bits + layout->sequence_bits);
+	/* every tick the time field can hold must be a time PostgreSQL can show */
+	if (ldexp((double) layout->tick_ms, layout->time_bits) +
+		(double) layout->epoch_ms > 9.0e15)
+		LAY_FAIL("A time field of %d bits in ticks of %d ms runs past the year 285000, beyond PostgreSQL's timestamps.",
+				 layout->time_bits, layout->tick_ms);
 	return true;
 }
 
