@@ -599,7 +599,8 @@ GeneratorReserve(int32 node_value, int32 count, int32 *reserved)
 			 * clock_ms.  Only the last is refused beyond the tolerance;
 			 * otherwise wait for the clock to reach the tick.
 			 */
-			int64		behind = node->clock_ms - now_ms;
+			int64		clock_then = node->clock_ms;
+			int64		behind = clock_then - now_ms;
 			int64		wait = SnowflakeTickStart(layout, node->restarted ? last + 1 : last) - now_ms;
 			bool		restarted = node->restarted;
 
@@ -614,7 +615,7 @@ GeneratorReserve(int32 node_value, int32 count, int32 *reserved)
 				/* refused; the state stays as it was */
 				node->rollbacks_refused++;
 				LWLockRelease(node->lock);
-				gen_report_rollback(now_ms, node->clock_ms, restarted);
+				gen_report_rollback(now_ms, clock_then, restarted);
 			}
 			if (!counted_rollback && !restarted && behind > 0)
 				node->rollbacks_waited++;
@@ -633,7 +634,8 @@ GeneratorReserve(int32 node_value, int32 count, int32 *reserved)
 
 		if (unlikely(extend))
 		{
-			if (unlikely(first == 0 && (tick < 0 || tick > SnowflakeMaxTick(layout))))
+			/* a new tick: the fast path's marks never reach past the end */
+			if (unlikely(tick < 0 || tick > SnowflakeMaxTick(layout)))
 			{
 				LWLockRelease(node->lock);
 				gen_report_out_of_range(now_ms);
