@@ -235,26 +235,27 @@ static void
 snowflake_build_nodes(void)
 {
 	char		problem[256];
-	int			nshards = snowflake_parse_shards(snowflake_shards, NULL, problem,
-												 sizeof(problem));
-	int		   *values = MemoryContextAlloc(TopMemoryContext,
-											sizeof(int) * (Max(nshards, 0) + 1));
-	int			n = 0;
+	int			count;
 	int			i = 0;
 
-	if (nshards > 0)
-		(void) snowflake_parse_shards(snowflake_shards, values, problem, sizeof(problem));
-	else
-		nshards = 0;
+	/* check_shards accepted the list: it parses */
+	count = snowflake_parse_shards(snowflake_shards, NULL, problem, sizeof(problem));
+	snowflake_nodes = MemoryContextAlloc(TopMemoryContext, sizeof(int) * (count + 1));
+	(void) snowflake_parse_shards(snowflake_shards, snowflake_nodes, problem,
+								  sizeof(problem));
+
 	/* insert the worker id in order, unless it is one of the shards */
-	while (i < nshards && values[i] < snowflake_worker_id)
+	while (i < count && snowflake_nodes[i] < snowflake_worker_id)
 		i++;
-	if (i == nshards || values[i] != snowflake_worker_id)
+	if (i == count || snowflake_nodes[i] != snowflake_worker_id)
 	{
-		memmove(values + i + 1, values + i, sizeof(int) * (nshards - i));
-		values[i] = snowflake_worker_id;
-		nshards++;
+		memmove(snowflake_nodes + i + 1, snowflake_nodes + i, sizeof(int) * (count - i));
+		snowflake_nodes[i] = snowflake_worker_id;
+		count++;
 	}
+	snowflake_nnodes = count;
+	snowflake_worker_index = i;
+}
 	n = nshards;
 	snowflake_nodes = values;
 	snowflake_nnodes = n;
