@@ -256,11 +256,6 @@ snowflake_build_nodes(void)
 	snowflake_nnodes = count;
 	snowflake_worker_index = i;
 }
-	n = nshards;
-	snowflake_nodes = values;
-	snowflake_nnodes = n;
-	snowflake_worker_index = i;
-}
 
 /*
  * The value postgresql.conf (or the command line) gives a GUC before the
