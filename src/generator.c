@@ -57,7 +57,7 @@ typedef enum GeneratorProblem
 	PROBLEM_LAYOUT_CHANGED		/* new ids would sort below issued ones */
 } GeneratorProblem;
 
-/* One node value's generator, alone on its cache line */
+/* One node value's generator, padded so that neighbours share no cache line */
 typedef struct NodeState
 {
 	LWLock	   *lock;			/* guards everything below */
@@ -98,8 +98,8 @@ typedef struct GeneratorState
 	char		problem_detail[256];
 	TimestampTz started_at;
 
-	int			nnodes;
-	NodeStatePadded nodes[FLEXIBLE_ARRAY_MEMBER];	/* by node value */
+	/* one per entry of snowflake_nodes, in the same order */
+	NodeStatePadded nodes[FLEXIBLE_ARRAY_MEMBER];
 } GeneratorState;
 
 static GeneratorState *gen = NULL;
@@ -241,7 +241,7 @@ gen_load_mark(void)
 	 * held ahead of it (after a crash) is merely waited out.
 	 */
 	floor_tick = gen_first_tick_at(&snowflake_layout, m->mark_ms);
-	for (int i = 0; i < gen->nnodes; i++)
+	for (int i = 0; i < snowflake_nnodes; i++)
 	{
 		NodeState  *node = &gen->nodes[i].state;
 
@@ -266,7 +266,7 @@ gen_shmem_shutdown(int code, Datum arg)
 		pg_atomic_read_u64(&gen->mark_writes) == 0)
 		return;
 
-	for (int i = 0; i < gen->nnodes; i++)
+	for (int i = 0; i < snowflake_nnodes; i++)
 		last_tick = Max(last_tick, gen->nodes[i].state.last_tick);
 	m.mark_ms = Max(SnowflakeTickStart(&snowflake_layout, last_tick) + 1,
 					gen->last_ms_floor);
@@ -295,8 +295,7 @@ GeneratorShmemStartup(void)
 		pg_atomic_init_u64(&gen->refresh_tick, 0);
 		pg_atomic_init_u64(&gen->mark_writes, 0);
 		gen->started_at = GetCurrentTimestamp();
-		gen->nnodes = snowflake_nnodes;
-		for (int i = 0; i < gen->nnodes; i++)
+		for (int i = 0; i < snowflake_nnodes; i++)
 		{
 			NodeState  *node = &gen->nodes[i].state;
 
@@ -513,7 +512,10 @@ GeneratorReserve(int32 node_value, int32 count, int32 *reserved)
 	Assert(count > 0);
 	gen_require_state();
 	if (node_value < 0)
+	{
 		node = &gen->nodes[snowflake_worker_index].state;
+		node_value = snowflake_worker_id;
+	}
 	else
 	{
 		int			index = gen_node_index(node_value);
@@ -526,10 +528,7 @@ GeneratorReserve(int32 node_value, int32 count, int32 *reserved)
 							   snowflake_worker_id, snowflake_shards),
 					 errhint("Add the shard to \"snowflake.shards\" on one server only, and restart it.")));
 		node = &gen->nodes[index].state;
-		node_value = snowflake_nodes[index];
 	}
-	if (node_value < 0)
-		node_value = snowflake_worker_id;
 
 	for (;;)
 	{
@@ -677,7 +676,7 @@ GeneratorGetStats(SnowflakeStats *stats)
 	gen_require_state();
 
 	memset(stats, 0, sizeof(SnowflakeStats));
-	for (int i = 0; i < gen->nnodes; i++)
+	for (int i = 0; i < snowflake_nnodes; i++)
 	{
 		NodeState  *node = &gen->nodes[i].state;
 
