@@ -35,9 +35,10 @@ ROWS 1000;
 COMMENT ON FUNCTION snowflake_nextval_batch(integer) IS
 'n new Snowflake ids, increasing, reserved in blocks';
 
--- Decoders.  STABLE, not IMMUTABLE: the result depends on "snowflake.epoch"
--- as well as on the argument, and an IMMUTABLE function could carry one
--- epoch's answer into an index or a plan used under another.  They read no
+-- Decoders.  STABLE, not IMMUTABLE: the result depends on "snowflake.layout"
+-- and "snowflake.epoch" as well as on the argument, and an IMMUTABLE
+-- function could carry one layout's answer into an index or a plan used
+-- under another.  They read no
 -- shared state, so they work without shared_preload_libraries.
 
 CREATE FUNCTION snowflake_decode(id bigint)
