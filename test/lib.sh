@@ -6,6 +6,11 @@ PG_MAJOR=${PG_MAJOR:-15}
 PGBIN=/usr/lib/postgresql/$PG_MAJOR/bin
 export PATH=$PGBIN:$PATH
 
+# Commands run as "postgres" start in the caller's directory, which it may
+# not be allowed to enter (a checkout under /root): work from / instead.
+# Every path these scripts use is absolute.
+cd /
+
 # sf_hold_install_lock: until this shell exits, keep other runs of these
 # scripts on this machine from installing another build of the extension
 # under our suites (the server loads whatever is installed).
