@@ -40,12 +40,9 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/timestamp.h"
-#if PG_VERSION_NUM >= 140000
-#include "utils/wait_event.h"
-#else
-#include "pgstat.h"
-#endif
 
+#include "compat.h"
+#include SNOWFLAKE_WAIT_EVENT_HEADER
 #include "mark.h"
 #include "snowflake.h"
 

@@ -16,6 +16,7 @@
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "layout.h"
 
 void

@@ -18,18 +18,11 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "compat.h"
 #include "snowflake.h"
 #include "uuidv7.h"
 
-#if PG_VERSION_NUM >= 180000
-PG_MODULE_MAGIC_EXT(.name = "snowflake",.version = SNOWFLAKE_VERSION);
-#else
-PG_MODULE_MAGIC;
-#endif
-
-#if PG_VERSION_NUM < 160000
-void		_PG_init(void);
-#endif
+SNOWFLAKE_MODULE_MAGIC;
 
 int			snowflake_worker_id = 0;
 int			snowflake_rollback_tolerance_ms = 5;
@@ -63,7 +56,7 @@ int			snowflake_worker_index = 0;
 /* Shards a server may issue for: enough for 13 bits of Instagram shards. */
 #define SNOWFLAKE_MAX_NODES		65536
 
-#if PG_VERSION_NUM >= 150000
+#ifdef SNOWFLAKE_SHMEM_REQUEST_HOOK
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 #endif
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -283,7 +276,7 @@ snowflake_require_valid(const char *name, const char *configured)
 								 GUC_ACTION_SET, false, ERROR, false);
 }
 
-#if PG_VERSION_NUM >= 150000
+#ifdef SNOWFLAKE_SHMEM_REQUEST_HOOK
 static void
 snowflake_shmem_request(void)
 {
@@ -399,11 +392,7 @@ _PG_init(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
-#if PG_VERSION_NUM >= 150000
-	MarkGUCPrefixReserved("snowflake");
-#else
-	EmitWarningsOnPlaceholders("snowflake");
-#endif
+	SnowflakeReserveGucPrefix("snowflake");
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
@@ -412,7 +401,7 @@ _PG_init(void)
 		snowflake_require_valid(names[i], configured[i]);
 	snowflake_build_nodes();
 
-#if PG_VERSION_NUM >= 150000
+#ifdef SNOWFLAKE_SHMEM_REQUEST_HOOK
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = snowflake_shmem_request;
 #else

@@ -15,6 +15,7 @@
 
 #include "datatype/timestamp.h"
 
+#include "compat.h"
 #include "layout.h"
 
 /* GUCs (snowflake.c) */
@@ -60,10 +61,6 @@ extern void GeneratorShmemStartup(void);
 extern int64 GeneratorReserve(int32 node, int32 count, int32 *reserved);
 extern void GeneratorGetStats(SnowflakeStats *stats);
 extern int64 GeneratorClockMs(void);
-#ifdef pg_noreturn				/* PostgreSQL 18 replaced the attribute */
-extern pg_noreturn void SnowflakeReportNotPreloaded(void);
-#else
-extern void SnowflakeReportNotPreloaded(void) pg_attribute_noreturn();
-#endif
+extern SNOWFLAKE_NORETURN_BEFORE void SnowflakeReportNotPreloaded(void) SNOWFLAKE_NORETURN_AFTER;
 
 #endif							/* SNOWFLAKE_H */

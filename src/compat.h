@@ -1,0 +1,67 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *	  Every difference between the PostgreSQL major versions the extension
+ *	  builds against (13 to 18), in one place.
+ *
+ * Other files use the names defined here and never test PG_VERSION_NUM
+ * themselves.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SNOWFLAKE_COMPAT_H
+#define SNOWFLAKE_COMPAT_H
+
+/* 18 records the name and version of a module in its magic block */
+#if PG_VERSION_NUM >= 180000
+#define SNOWFLAKE_MODULE_MAGIC \
+	PG_MODULE_MAGIC_EXT(.name = "snowflake", .version = SNOWFLAKE_VERSION)
+#else
+#define SNOWFLAKE_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
+/* fmgr.h declares _PG_init from 16 on */
+#if PG_VERSION_NUM < 160000
+extern void _PG_init(void);
+#endif
+
+/* 18 replaced the attribute by a specifier placed before the declaration */
+#ifdef pg_noreturn
+#define SNOWFLAKE_NORETURN_BEFORE pg_noreturn
+#define SNOWFLAKE_NORETURN_AFTER
+#else
+#define SNOWFLAKE_NORETURN_BEFORE
+#define SNOWFLAKE_NORETURN_AFTER pg_attribute_noreturn()
+#endif
+
+/* strtoi64 appeared in 14; long is 64 bits wide on every LP64 platform */
+#if PG_VERSION_NUM < 140000
+#define strtoi64(str, endptr, base) ((int64) strtoll((str), (endptr), (base)))
+#endif
+
+/*
+ * From 15 on, shared memory is requested in shmem_request_hook; before, in
+ * _PG_init itself.
+ */
+#if PG_VERSION_NUM >= 150000
+#define SNOWFLAKE_SHMEM_REQUEST_HOOK 1
+#endif
+
+/*
+ * 15 reserves a prefix, dropping unknown settings under it; 13 and 14 only
+ * warn about them.
+ */
+#if PG_VERSION_NUM >= 150000
+#define SnowflakeReserveGucPrefix(prefix) MarkGUCPrefixReserved(prefix)
+#else
+#define SnowflakeReserveGucPrefix(prefix) EmitWarningsOnPlaceholders(prefix)
+#endif
+
+/* Wait events moved out of pgstat.h in 14 */
+#if PG_VERSION_NUM >= 140000
+#define SNOWFLAKE_WAIT_EVENT_HEADER "utils/wait_event.h"
+#else
+#define SNOWFLAKE_WAIT_EVENT_HEADER "pgstat.h"
+#endif
+
+#endif							/* SNOWFLAKE_COMPAT_H */
