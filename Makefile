@@ -1,10 +1,10 @@
 EXTENSION = snowflake
-EXTVERSION = 0.1.0
+EXTVERSION = 0.2.0
 
 MODULE_big = snowflake
 OBJS = src/snowflake.o src/layout.o src/generator.o src/mark.o src/functions.o src/uuidv7.o
 
-DATA = sql/$(EXTENSION)--$(EXTVERSION).sql $(wildcard sql/$(EXTENSION)--*--*.sql)
+DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
 PG_CPPFLAGS = -DSNOWFLAKE_VERSION=\"$(EXTVERSION)\"
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wmissing-prototypes

@@ -1,0 +1,698 @@
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION snowflake" to load this file. \quit
+
+-- Generators.  VOLATILE: every call returns a new id.  PARALLEL SAFE: the
+-- generator's state is in shared memory, which parallel workers share with
+-- their leader, so ids stay unique and increasing whichever process draws
+-- them.  They need snowflake in shared_preload_libraries.
+
+CREATE FUNCTION snowflake_nextval()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_nextval'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_nextval() IS
+'next Snowflake id of this server: unique, increasing, time-ordered';
+
+-- Instagram's logical shards: ids for a shard listed in snowflake.shards,
+-- increasing per shard.  Markings as for snowflake_nextval(); STRICT: no
+-- shard, no id.
+CREATE FUNCTION snowflake_nextval(shard integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_nextval_shard'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_nextval(integer) IS
+'next Snowflake id of a logical shard this server issues ids for';
+
+-- Rows are reserved a millisecond's block at a time, as they are fetched.
+CREATE FUNCTION snowflake_nextval_batch(n integer)
+RETURNS SETOF bigint
+AS 'MODULE_PATHNAME', 'snowflake_nextval_batch'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE
+ROWS 1000;
+
+COMMENT ON FUNCTION snowflake_nextval_batch(integer) IS
+'n new Snowflake ids, increasing, reserved in blocks';
+
+-- Decoders.  STABLE, not IMMUTABLE: the result depends on "snowflake.layout"
+-- and "snowflake.epoch" as well as on the argument, and an IMMUTABLE
+-- function could carry one layout's answer into an index or a plan used
+-- under another.  They read no
+-- shared state, so they work without shared_preload_libraries.
+
+CREATE FUNCTION snowflake_decode(id bigint)
+RETURNS TABLE (created_at timestamptz, timestamp_ms bigint,
+			   worker_id integer, sequence integer)
+AS 'MODULE_PATHNAME', 'snowflake_decode'
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+ROWS 1;
+
+COMMENT ON FUNCTION snowflake_decode(bigint) IS
+'creation time, worker id and sequence of a Snowflake id';
+
+-- With a layout named in the arguments, the result depends on them alone:
+-- IMMUTABLE, and "snowflake" means the default epoch, not the setting.
+CREATE FUNCTION snowflake_decode(id bigint, layout text)
+RETURNS TABLE (created_at timestamptz, timestamp_ms bigint,
+			   worker_id integer, sequence integer, node_fields jsonb)
+AS 'MODULE_PATHNAME', 'snowflake_decode'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+ROWS 1;
+
+COMMENT ON FUNCTION snowflake_decode(bigint, text) IS
+'fields of an id of any layout: a preset name or a specification';
+
+CREATE FUNCTION snowflake_timestamp(id bigint)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'snowflake_timestamp'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_timestamp(bigint) IS
+'creation time of a Snowflake id';
+
+-- STABLE also lets "id >= snowflake_from_timestamp(now() - ...)" be an
+-- index condition.
+CREATE FUNCTION snowflake_from_timestamp(ts timestamptz)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_from_timestamp'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_from_timestamp(timestamptz) IS
+'smallest Snowflake id that can be issued in the millisecond of ts';
+
+CREATE FUNCTION snowflake_from_timestamp(ts timestamptz, layout text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_from_timestamp'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_from_timestamp(timestamptz, text) IS
+'smallest id of a layout that can be issued in the tick of ts';
+
+CREATE FUNCTION snowflake_layout_info(
+	layout text,
+	OUT name text,
+	OUT specification text,
+	OUT time_bits integer,
+	OUT node_bits integer,
+	OUT sequence_bits integer,
+	OUT tick_ms integer,
+	OUT epoch timestamptz,
+	OUT lifetime_years float8,
+	OUT ends_at timestamptz,
+	OUT nodes bigint,
+	OUT ids_per_tick bigint,
+	OUT ids_per_second bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'snowflake_layout_info'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_layout_info(text) IS
+'widths, tick, epoch, lifetime and capacity of a layout';
+
+-- Statistics: VOLATILE, they change under every other session's calls.
+
+CREATE FUNCTION snowflake_stats(
+	OUT worker_id integer,
+	OUT layout text,
+	OUT epoch timestamptz,
+	OUT last_timestamp_ms bigint,
+	OUT ids_issued bigint,
+	OUT sequence_waits bigint,
+	OUT borrowed_ticks bigint,
+	OUT rollbacks_waited bigint,
+	OUT rollbacks_refused bigint,
+	OUT high_water_mark timestamptz,
+	OUT mark_writes bigint,
+	OUT startup_wait_ms bigint,
+	OUT stats_since timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'snowflake_stats'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_stats() IS
+'state and counters of the server''s Snowflake generator';
+
+CREATE VIEW snowflake_stats AS
+	SELECT * FROM snowflake_stats();
+
+COMMENT ON VIEW snowflake_stats IS
+'state and counters of the server''s Snowflake generator';
+
+-- UUIDv7 (RFC 9562) from one shared generator: strictly increasing across
+-- every backend of the server.  VOLATILE and PARALLEL SAFE like
+-- snowflake_nextval(), and it too needs shared_preload_libraries.
+CREATE FUNCTION snowflake_uuidv7()
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'snowflake_uuidv7'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_uuidv7() IS
+'new UUIDv7, increasing across the whole server';
+
+-- IMMUTABLE: a UUIDv7 carries Unix milliseconds, no setting is involved.
+CREATE FUNCTION snowflake_uuidv7_timestamp(id uuid)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'snowflake_uuidv7_timestamp'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_uuidv7_timestamp(uuid) IS
+'creation time of a UUIDv7';
+
+CREATE FUNCTION snowflake_uuidv7_from_timestamp(ts timestamptz)
+RETURNS uuid
+AS 'MODULE_PATHNAME', 'snowflake_uuidv7_from_timestamp'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_uuidv7_from_timestamp(timestamptz) IS
+'smallest UUIDv7 of the millisecond of ts';
+
+-- Migration: replace a serial, bigserial, identity or nextval() column with
+-- Snowflake ids, in the caller's transaction.
+--
+-- Where the extension lives.  The extension is relocatable (ALTER EXTENSION
+-- ... SET SCHEMA), so the install script cannot name its schema:
+-- PostgreSQL substitutes @extschema@ only for non-relocatable extensions,
+-- precisely because a name baked into a function body would go stale on a
+-- move.  Nothing needs it baked in: a column DEFAULT stores the function's
+-- OID, not its name, so converted defaults follow a relocation, and pg_dump
+-- prints them qualified with wherever the function is at dump time.  So the
+-- function finds snowflake_nextval() at each call through the extension's
+-- own membership records (pg_depend), which also ignores any look-alike
+-- created in another schema, and writes the DEFAULT qualified with that
+-- schema: it then means the same thing under any search_path.
+--
+-- SECURITY INVOKER: every statement runs with the caller's rights, so it can
+-- do nothing the caller could not do by hand; the function checks ownership
+-- first only to refuse clearly, before any work.  search_path is pinned to
+-- pg_catalog (then pg_temp, last, so temporary objects cannot shadow
+-- catalog ones) so that a hostile search_path cannot redirect its calls and
+-- catalog lookups; table and sequence names come from regclass values and
+-- are printed schema-qualified under that path (and in messages as
+-- regclass prints them, quoted where SQL needs it, like PostgreSQL's own
+-- "must be owner of table ..." messages).  VOLATILE, PARALLEL UNSAFE:
+-- it runs DDL.  Not STRICT: a NULL table (from to_regclass, say) must be an
+-- error, not silently nothing.  ROWS 10: it returns a few statements.
+CREATE FUNCTION snowflake_convert_column(
+	tbl regclass,
+	col name DEFAULT 'id',
+	dry_run boolean DEFAULT false,
+	drop_sequence boolean DEFAULT false)
+RETURNS SETOF text
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+ROWS 10
+SET search_path = pg_catalog, pg_temp
+AS $convert$
+DECLARE
+	v_nsp name;				-- schema of the extension
+	v_call text;			-- the new DEFAULT: "schema".snowflake_nextval()
+	v_ours text;			-- a DEFAULT calling it, as pg_get_expr() prints it here
+	v_kind "char";
+	v_att record;			-- the column converted
+	v_default text;
+	v_tree oid[];			-- tbl and every partition and child table below it
+	v_rels oid[] := '{}';	-- the columns to give bigint: their root tables,
+	v_atts name[] := '{}';	-- ... and their names (tbl's column first)
+	v_i integer := 1;
+	v_r record;
+	v_widen oid[] := '{}';	-- root tables whose columns are not bigint yet
+	v_identity oid[];		-- tables in the tree with an identity column
+	v_idseqs oid[];			-- sequences of those identities
+	v_owned oid[];			-- sequences OWNED BY the column (serial)
+	v_used oid[];			-- sequences the defaults call nextval() on
+	v_dropseqs oid[] := '{}';
+	v_set_default boolean;
+	v_stmts text[] := '{}';
+	v_stmt text;
+	v_lock text;
+	v_max bigint;
+	v_next bigint;
+	v_last bigint;
+	v_called boolean;
+	v_isid boolean;
+	v_text text;
+	v_text2 text;
+	v_others text;
+BEGIN
+	IF tbl IS NULL OR col IS NULL OR dry_run IS NULL OR drop_sequence IS NULL THEN
+		RAISE EXCEPTION 'arguments of snowflake_convert_column() must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+
+	SELECT n.nspname, p.oid::regproc::text || '()' INTO v_nsp, v_ours
+	  FROM pg_depend d
+	  JOIN pg_extension e ON e.oid = d.refobjid
+	  JOIN pg_proc p ON p.oid = d.objid
+	  JOIN pg_namespace n ON n.oid = p.pronamespace
+	 WHERE d.classid = 'pg_proc'::regclass
+	   AND d.refclassid = 'pg_extension'::regclass
+	   AND d.deptype = 'e'
+	   AND e.extname = 'snowflake'
+	   AND p.proname = 'snowflake_nextval'
+	   AND p.pronargs = 0;
+	v_call := format('%I.snowflake_nextval()', v_nsp);
+
+	-- The table, its owner, the column.
+	SELECT c.relkind INTO v_kind FROM pg_class c WHERE c.oid = tbl;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'relation with OID % does not exist', tbl::oid
+			USING ERRCODE = 'undefined_table';
+	END IF;
+	IF v_kind NOT IN ('r', 'p') THEN
+		RAISE EXCEPTION '% is not a table', tbl
+			USING ERRCODE = 'wrong_object_type',
+				  DETAIL = format('It is %s; only ordinary and partitioned tables can be converted.',
+								  CASE v_kind
+									  WHEN 'v' THEN 'a view'
+									  WHEN 'm' THEN 'a materialized view'
+									  WHEN 'f' THEN 'a foreign table'
+									  WHEN 'S' THEN 'a sequence'
+									  WHEN 'c' THEN 'a composite type'
+									  ELSE 'an index'
+								  END);
+	END IF;
+	IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = tbl), 'USAGE') THEN
+		RAISE EXCEPTION 'must be owner of table %', tbl
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+
+	SELECT a.attnum, a.atttypid, a.attidentity, a.attgenerated, a.attinhcount,
+		   format_type(a.atttypid, a.atttypmod) AS typname
+	  INTO v_att
+	  FROM pg_attribute a
+	 WHERE a.attrelid = tbl AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'column "%" of table % does not exist', col, tbl
+			USING ERRCODE = 'undefined_column',
+				  HINT = 'Name the column to convert as the second argument; it defaults to "id".';
+	END IF;
+	-- PostgreSQL changes an inherited column's type only from the top.
+	IF v_att.attinhcount > 0 THEN
+		SELECT i.inhparent::regclass::text INTO v_text
+		  FROM pg_inherits i
+		  JOIN pg_attribute a ON a.attrelid = i.inhparent AND a.attname = col
+							 AND NOT a.attisdropped
+		 WHERE i.inhrelid = tbl
+		 ORDER BY i.inhseqno
+		 LIMIT 1;
+		RAISE EXCEPTION 'column "%" of table % is inherited from table %', col, tbl, v_text
+			USING ERRCODE = 'invalid_table_definition',
+				  HINT = format('Convert the column of table %s: the conversion covers its partitions and child tables.', v_text);
+	END IF;
+	IF v_att.atttypid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
+		RAISE EXCEPTION 'column "%" of table % is of type %, not an integer type',
+						col, tbl, v_att.typname
+			USING ERRCODE = 'datatype_mismatch',
+				  HINT = 'Only smallint, integer and bigint columns can take Snowflake ids.';
+	END IF;
+
+	-- What issues its values now: an identity, nextval() of a sequence
+	-- (serial, bigserial, or written by hand), or already snowflake_nextval().
+	-- Anything else is not a migration this function understands.
+	SELECT pg_get_expr(ad.adbin, ad.adrelid) INTO v_default
+	  FROM pg_attrdef ad
+	 WHERE ad.adrelid = tbl AND ad.adnum = v_att.attnum;
+	IF v_att.attgenerated <> '' THEN
+		RAISE EXCEPTION 'column "%" of table % is a generated column', col, tbl
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('It is generated as %s.', v_default);
+	END IF;
+	IF v_att.attidentity = ''
+	   AND v_default IS DISTINCT FROM v_ours
+	   AND NOT EXISTS (SELECT FROM pg_attrdef ad
+						 JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass
+										 AND d.objid = ad.oid
+										 AND d.refclassid = 'pg_class'::regclass
+						 JOIN pg_class s ON s.oid = d.refobjid AND s.relkind = 'S'
+						WHERE ad.adrelid = tbl AND ad.adnum = v_att.attnum
+						  AND v_default = format('nextval(%L::regclass)', s.oid::regclass)) THEN
+		RAISE EXCEPTION 'column "%" of table % has no sequence or identity to replace', col, tbl
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = CASE WHEN v_default IS NULL THEN 'It has no default.'
+								ELSE format('Its default is %s.', v_default) END,
+				  HINT = format('To give it Snowflake ids anyway, set its default to %s.', v_call);
+	END IF;
+
+	-- The tree: PostgreSQL's ALTER TABLE recurses from tbl to every
+	-- partition and child table, so each of them is part of the change.
+	WITH RECURSIVE tree(relid) AS (
+		SELECT tbl::oid
+		UNION
+		SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.relid
+	)
+	SELECT array_agg(relid) INTO v_tree FROM tree;
+
+	SELECT c.oid::regclass::text INTO v_text
+	  FROM pg_class c
+	 WHERE c.oid = ANY (v_tree) AND c.relkind = 'f'
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'partition % of table % is a foreign table', v_text, tbl
+			USING ERRCODE = 'wrong_object_type',
+				  DETAIL = 'The type of a foreign table''s column changes only here, not on the server that stores its rows, which could not hold the new ids.';
+	END IF;
+
+	-- Every column that must become bigint: this one, and every column
+	-- whose foreign key references it, directly or through another such
+	-- column (a 1:1 table whose key references this one, and a table
+	-- referencing that), in any table.  A breadth-first walk over the
+	-- foreign keys, by root table: a foreign key declared on a partition
+	-- or child table has its column changed at the top of its own tree.
+	v_rels := ARRAY[tbl::oid];
+	v_atts := ARRAY[col];
+	WHILE v_i <= cardinality(v_rels) LOOP
+		FOR v_r IN
+			WITH RECURSIVE members(relid) AS (
+				SELECT v_rels[v_i]
+				UNION
+				SELECT i.inhrelid FROM pg_inherits i JOIN members m ON i.inhparent = m.relid
+			),
+			fkcols AS (
+				SELECT c.conrelid AS relid, fa.attname, fa.attinhcount > 0 AS inherited
+				  FROM members m
+				  JOIN pg_attribute a ON a.attrelid = m.relid AND a.attname = v_atts[v_i]
+									 AND NOT a.attisdropped
+				  JOIN pg_constraint c ON c.confrelid = m.relid AND c.contype = 'f'
+									  AND c.conparentid = 0
+				  CROSS JOIN LATERAL generate_subscripts(c.confkey, 1) AS k(n)
+				  JOIN pg_attribute fa ON fa.attrelid = c.conrelid AND fa.attnum = c.conkey[k.n]
+				 WHERE c.confkey[k.n] = a.attnum
+			),
+			up(relid, attname, inherited) AS (
+				SELECT * FROM fkcols
+				UNION
+				SELECT i.inhparent, u.attname, pa.attinhcount > 0
+				  FROM up u
+				  JOIN pg_inherits i ON i.inhrelid = u.relid
+				  JOIN pg_attribute pa ON pa.attrelid = i.inhparent AND pa.attname = u.attname
+									  AND NOT pa.attisdropped
+				 WHERE u.inherited
+			)
+			SELECT u.relid, u.attname
+			  FROM up u
+			 WHERE NOT u.inherited
+			 GROUP BY u.relid, u.attname
+			 ORDER BY u.relid::regclass::text, u.attname
+		LOOP
+			IF NOT EXISTS (SELECT FROM generate_subscripts(v_rels, 1) AS k(n)
+							WHERE v_rels[k.n] = v_r.relid AND v_atts[k.n] = v_r.attname) THEN
+				v_rels := v_rels || v_r.relid;
+				v_atts := v_atts || v_r.attname;
+			END IF;
+		END LOOP;
+		v_i := v_i + 1;
+	END LOOP;
+
+	-- A referencing column of another type (a domain, say) would lose it.
+	SELECT format('column "%s" of table %s is of type %s', a.attname, a.attrelid::regclass,
+				  format_type(a.atttypid, a.atttypmod)) INTO v_text
+	  FROM generate_subscripts(v_rels, 1) AS k(n)
+	  JOIN pg_attribute a ON a.attrelid = v_rels[k.n] AND a.attname = v_atts[k.n]
+	 WHERE a.atttypid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype)
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION '% and references column "%" of table %', v_text, col, tbl
+			USING ERRCODE = 'datatype_mismatch',
+				  DETAIL = 'A column referencing a converted one becomes bigint, and only smallint, integer and bigint columns are changed.';
+	END IF;
+
+	SELECT array_agg(DISTINCT a.attrelid ORDER BY a.attrelid) INTO v_widen
+	  FROM generate_subscripts(v_rels, 1) AS k(n)
+	  JOIN pg_attribute a ON a.attrelid = v_rels[k.n] AND a.attname = v_atts[k.n]
+	 WHERE a.atttypid <> 'int8'::regtype;
+	v_widen := coalesce(v_widen, '{}');
+
+	-- The sequences: identities' (dropped with the identity), those owned
+	-- by the column (serial), those the defaults call.
+	-- (A partition's identity, from PostgreSQL 17 on, is its parent's, and
+	-- goes with it; before 17 partitions have none.)
+	SELECT array_agg(DISTINCT a.attrelid), array_agg(DISTINCT d.objid)
+	  INTO v_identity, v_idseqs
+	  FROM pg_attribute a
+	  JOIN pg_class c ON c.oid = a.attrelid AND NOT c.relispartition
+	  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+					  AND d.refobjid = a.attrelid AND d.refobjsubid = a.attnum AND d.deptype = 'i'
+	 WHERE a.attrelid = ANY (v_tree) AND a.attname = col AND a.attidentity <> '';
+	SELECT array_agg(DISTINCT d.objid ORDER BY d.objid) INTO v_owned
+	  FROM pg_attribute a
+	  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+					  AND d.refobjid = a.attrelid AND d.refobjsubid = a.attnum AND d.deptype = 'a'
+	  JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+	 WHERE a.attrelid = ANY (v_tree) AND a.attname = col;
+	SELECT array_agg(DISTINCT d.refobjid ORDER BY d.refobjid) INTO v_used
+	  FROM pg_attribute a
+	  JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+	  JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid
+					  AND d.refclassid = 'pg_class'::regclass
+	  JOIN pg_class s ON s.oid = d.refobjid AND s.relkind = 'S'
+	 WHERE a.attrelid = ANY (v_tree) AND a.attname = col;
+	v_identity := coalesce(v_identity, '{}');
+	v_idseqs := coalesce(v_idseqs, '{}');
+	v_owned := coalesce(v_owned, '{}');
+	v_used := coalesce(v_used, '{}');
+	IF drop_sequence THEN
+		SELECT coalesce(array_agg(DISTINCT s ORDER BY s), '{}') INTO v_dropseqs
+		  FROM unnest(v_owned || v_used) AS s;
+	END IF;
+
+	-- Does some table of the tree not take snowflake_nextval() by default?
+	SELECT EXISTS (
+		SELECT FROM pg_attribute a
+		  LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+		 WHERE a.attrelid = ANY (v_tree) AND a.attname = col
+		   AND pg_get_expr(ad.adbin, ad.adrelid) IS DISTINCT FROM v_ours)
+	  INTO v_set_default;
+
+	-- Converted already (by an earlier call, or by hand): a no-op.
+	IF cardinality(v_widen) = 0 AND cardinality(v_identity) = 0 AND NOT v_set_default
+	   AND cardinality(v_owned) = 0 AND cardinality(v_dropseqs) = 0 THEN
+		RAISE NOTICE 'column "%" of table % already takes Snowflake ids, skipping', col, tbl;
+		RETURN;
+	END IF;
+
+	-- Refuse now, rather than half-way: every table changed must be the
+	-- caller's (ALTER TABLE recurses into partitions and child tables, and
+	-- the referencing tables are altered too), and so must every sequence
+	-- detached or dropped.
+	WITH RECURSIVE tables(relid) AS (
+		SELECT unnest(v_widen || v_tree)
+		UNION
+		SELECT i.inhrelid FROM pg_inherits i JOIN tables t ON i.inhparent = t.relid
+	)
+	SELECT c.oid::regclass::text INTO v_text
+	  FROM pg_class c
+	 WHERE (c.oid IN (SELECT relid FROM tables) OR c.oid = ANY (v_owned || v_dropseqs))
+	   AND NOT pg_has_role(c.relowner, 'USAGE')
+	 ORDER BY 1
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'must be owner of % %',
+						CASE WHEN v_text::regclass = ANY (v_owned || v_dropseqs)
+							 THEN 'sequence' ELSE 'table' END, v_text
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = format('Converting column "%s" of table %s changes %s too.', col, tbl, v_text);
+	END IF;
+
+	-- PostgreSQL cannot change the type of a column that a view, rule,
+	-- trigger, policy or generated column uses: name every such object.
+	WITH RECURSIVE tables(relid, attname) AS (
+		SELECT v_rels[k.n], v_atts[k.n]
+		  FROM generate_subscripts(v_rels, 1) AS k(n)
+		 WHERE v_rels[k.n] = ANY (v_widen)
+		UNION
+		SELECT i.inhrelid, t.attname FROM pg_inherits i JOIN tables t ON i.inhparent = t.relid
+	),
+	obstacles AS (
+		SELECT DISTINCT a.attname, a.attrelid,
+			   CASE d.classid
+				   WHEN 'pg_rewrite'::regclass THEN
+					   (SELECT CASE WHEN r.rulename = '_RETURN' AND c.relkind = 'm'
+									THEN format('materialized view %s', c.oid::regclass)
+									WHEN r.rulename = '_RETURN'
+									THEN format('view %s', c.oid::regclass)
+									ELSE format('rule "%s" on table %s', r.rulename, c.oid::regclass)
+							   END
+						  FROM pg_rewrite r JOIN pg_class c ON c.oid = r.ev_class
+						 WHERE r.oid = d.objid)
+				   WHEN 'pg_trigger'::regclass THEN
+					   (SELECT format('trigger "%s" on table %s', tg.tgname, tg.tgrelid::regclass)
+						  FROM pg_trigger tg WHERE tg.oid = d.objid)
+				   WHEN 'pg_policy'::regclass THEN
+					   (SELECT format('policy "%s" on table %s', p.polname, p.polrelid::regclass)
+						  FROM pg_policy p WHERE p.oid = d.objid)
+				   ELSE
+					   (SELECT format('generated column "%s" of table %s', ga.attname, ga.attrelid::regclass)
+						  FROM pg_attrdef ad
+						  JOIN pg_attribute ga ON ga.attrelid = ad.adrelid AND ga.attnum = ad.adnum
+						 WHERE ad.oid = d.objid)
+			   END AS what
+		  FROM tables t
+		  JOIN pg_attribute a ON a.attrelid = t.relid AND a.attname = t.attname
+		  JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = a.attrelid
+						  AND d.refobjsubid = a.attnum
+		 WHERE d.classid IN ('pg_rewrite'::regclass, 'pg_trigger'::regclass, 'pg_policy'::regclass)
+			OR (d.classid = 'pg_attrdef'::regclass
+				AND NOT EXISTS (SELECT FROM pg_attrdef own
+								 WHERE own.oid = d.objid AND own.adnum = a.attnum))
+	)
+	SELECT format('%s depends on the type of column "%s" of table %s',
+				  o.what, o.attname, o.attrelid::regclass),
+		   o.what,
+		   (SELECT string_agg(o2.what, ', ' ORDER BY o2.what) FROM obstacles o2 WHERE o2.what <> o.what)
+	  INTO v_text, v_text2, v_others
+	  FROM obstacles o
+	 ORDER BY o.what
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION '%', v_text
+			USING ERRCODE = 'dependent_objects_still_exist',
+				  DETAIL = 'Converting column "' || col || '" of table ' || tbl::text
+						   || ' changes that column to bigint, and PostgreSQL cannot change the type of a column that a view, rule, trigger, policy or generated column uses.'
+						   || CASE WHEN v_others IS NULL THEN ''
+								   ELSE format(' Also in the way: %s.', v_others) END,
+				  HINT = format('Drop %s, convert the column, and create it again, in one transaction.', v_text2);
+	END IF;
+
+	-- A sequence to be dropped must serve nothing else: an identity's goes
+	-- with DROP IDENTITY, and DROP SEQUENCE's own hint (CASCADE) would drop
+	-- the other users' defaults.
+	SELECT format('sequence %s is used by other objects', s.seq::regclass),
+		   string_agg(pg_describe_object(d.classid, d.objid, d.objsubid), ', '
+					  ORDER BY pg_describe_object(d.classid, d.objid, d.objsubid)),
+		   s.seq = ANY (v_idseqs)
+	  INTO v_text, v_text2, v_isid
+	  FROM unnest(v_idseqs || v_dropseqs) AS s(seq)
+	  JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = s.seq
+	 WHERE d.deptype = 'n'
+	   AND NOT (d.classid = 'pg_attrdef'::regclass
+				AND d.objid IN (SELECT ad.oid
+								  FROM pg_attrdef ad
+								  JOIN pg_attribute a ON a.attrelid = ad.adrelid AND a.attnum = ad.adnum
+								 WHERE ad.adrelid = ANY (v_tree) AND a.attname = col))
+	 GROUP BY s.seq
+	 ORDER BY s.seq
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION '%', v_text
+			USING ERRCODE = 'dependent_objects_still_exist',
+				  DETAIL = format('Used by: %s.', v_text2),
+				  HINT = CASE WHEN v_isid THEN
+							 'It belongs to the identity of the column, and dropping the identity drops it: make those objects use another sequence first.'
+						 ELSE
+							 'Keep the sequence (drop_sequence => false), or make those objects use another one first.'
+						 END;
+	END IF;
+
+	-- From here on the tables are held until the end of the transaction:
+	-- one ACCESS EXCLUSIVE lock on each, taken before any data is read and
+	-- in a fixed order (tbl first), so that no row can arrive between the
+	-- check below and the change, and no lock is upgraded half-way, which
+	-- could deadlock.  LOCK TABLE recurses into partitions and child tables.
+	SELECT 'LOCK TABLE ' || string_agg(x.name, ', ' ORDER BY NOT x.first, x.name)
+		   || ' IN ACCESS EXCLUSIVE MODE'
+	  INTO v_lock
+	  FROM (SELECT DISTINCT r::regclass::text AS name, r = tbl AS first
+			  FROM unnest(array_append(v_widen, tbl::oid)) AS r) x;
+	IF NOT dry_run THEN
+		EXECUTE v_lock;
+	END IF;
+	RETURN NEXT v_lock;
+
+	-- Every existing id must stay below every id issued from now on, or a
+	-- new id could collide with an old one.  Drawing an id (one is spent,
+	-- even in a dry run) gives the exact bound, since each id of this
+	-- server is greater than every earlier one, and makes sure the
+	-- generator works here at all (snowflake in shared_preload_libraries)
+	-- before the default depends on it.
+	EXECUTE format('SELECT max(%I)::bigint FROM %s', col, tbl) INTO v_max;
+	EXECUTE format('SELECT %s', v_call) INTO v_next;
+	IF v_max >= v_next THEN
+		EXECUTE format('SELECT %I.snowflake_timestamp($1)::text', v_nsp) INTO v_text USING v_max;
+		RAISE EXCEPTION 'column "%" of table % holds values not below the next Snowflake id', col, tbl
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Its largest value is %s, which Snowflake ids reach only at %s: until then new ids could repeat existing values.', v_max, v_text),
+				  HINT = 'Keep the column''s current default, or renumber those rows first.';
+	END IF;
+
+	-- The statements, in order.  The identity goes first (a column with an
+	-- identity takes no DEFAULT).  Then the types: one ALTER TABLE a table,
+	-- so each is rewritten once; the converted column's table first.
+	-- PostgreSQL rebuilds and revalidates the foreign keys between them, and
+	-- int4 referencing int8 (or the reverse) is a valid foreign key in
+	-- between.  Then the default, on tbl (it recurses into partitions and
+	-- child tables, replacing their own defaults), then the sequences.
+	FOR v_r IN
+		SELECT a.attrelid::regclass AS rel
+		  FROM pg_attribute a
+		 WHERE a.attrelid = ANY (v_identity) AND a.attname = col
+		 ORDER BY a.attrelid = tbl DESC, a.attrelid::regclass::text
+	LOOP
+		v_stmts := v_stmts || format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', v_r.rel, col);
+	END LOOP;
+	FOR v_r IN
+		SELECT v_rels[k.n]::regclass AS rel,
+			   string_agg(format('ALTER COLUMN %I TYPE bigint', v_atts[k.n]), ', ' ORDER BY k.n) AS cols
+		  FROM generate_subscripts(v_rels, 1) AS k(n)
+		  JOIN pg_attribute a ON a.attrelid = v_rels[k.n] AND a.attname = v_atts[k.n]
+		 WHERE a.atttypid <> 'int8'::regtype
+		 GROUP BY v_rels[k.n]
+		 ORDER BY min(k.n)
+	LOOP
+		v_stmts := v_stmts || format('ALTER TABLE %s %s', v_r.rel, v_r.cols);
+	END LOOP;
+	IF v_set_default OR cardinality(v_identity) > 0 THEN
+		v_stmts := v_stmts || format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', tbl, col, v_call);
+	END IF;
+	-- Old sequences stay (detached: no longer dropped with the column or
+	-- moved with it) unless drop_sequence says otherwise.  An identity's
+	-- sequence cannot be detached, and DROP IDENTITY drops it: to keep it
+	-- like the others, a free-standing sequence with its name, parameters,
+	-- position and owner takes its place (its grants are not copied).
+	FOR v_r IN
+		SELECT s::regclass AS seq FROM unnest(v_owned) AS s
+		 WHERE s <> ALL (v_dropseqs)
+		 ORDER BY s::regclass::text
+	LOOP
+		v_stmts := v_stmts || format('ALTER SEQUENCE %s OWNED BY NONE', v_r.seq);
+	END LOOP;
+	FOR v_r IN
+		SELECT s::regclass AS seq FROM unnest(v_dropseqs) AS s ORDER BY s::regclass::text
+	LOOP
+		v_stmts := v_stmts || format('DROP SEQUENCE %s', v_r.seq);
+	END LOOP;
+	IF NOT drop_sequence THEN
+		FOR v_r IN
+			SELECT s.seqrelid::regclass::text AS name, s.*, c.relowner
+			  FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid
+			 WHERE s.seqrelid = ANY (v_idseqs)
+			 ORDER BY 1
+		LOOP
+			v_stmts := v_stmts || format(
+				'CREATE SEQUENCE %s AS %s INCREMENT BY %s MINVALUE %s MAXVALUE %s START WITH %s CACHE %s%s',
+				v_r.name, format_type(v_r.seqtypid, NULL), v_r.seqincrement, v_r.seqmin,
+				v_r.seqmax, v_r.seqstart, v_r.seqcache,
+				CASE WHEN v_r.seqcycle THEN ' CYCLE' ELSE ' NO CYCLE' END);
+			-- (read after the lock: no insert can move it any more)
+			EXECUTE format('SELECT last_value, is_called FROM %s', v_r.name) INTO v_last, v_called;
+			IF v_called THEN
+				v_stmts := v_stmts || format('SELECT pg_catalog.setval(%L, %s, true)', v_r.name, v_last);
+			END IF;
+			IF v_r.relowner <> (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user) THEN
+				-- (regrole prints a quoted name where one is needed)
+				v_stmts := v_stmts || format('ALTER SEQUENCE %s OWNER TO %s', v_r.name, v_r.relowner::regrole);
+			END IF;
+		END LOOP;
+	END IF;
+
+	FOREACH v_stmt IN ARRAY v_stmts LOOP
+		IF NOT dry_run THEN
+			EXECUTE v_stmt;
+		END IF;
+		RETURN NEXT v_stmt;
+	END LOOP;
+END;
+$convert$;
+
+COMMENT ON FUNCTION snowflake_convert_column(regclass, name, boolean, boolean) IS
+'replace the serial, identity or nextval() default of a column, and the type of every column referencing it, with Snowflake ids';
