@@ -2,7 +2,8 @@ EXTENSION = snowflake
 EXTVERSION = 0.2.0
 
 MODULE_big = snowflake
-OBJS = src/snowflake.o src/layout.o src/generator.o src/mark.o src/functions.o src/uuidv7.o
+OBJS = src/snowflake.o src/layout.o src/decision.o src/generator.o src/mark.o \
+	src/worker.o src/functions.o src/uuidv7.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
@@ -22,11 +23,15 @@ ISOLATION = concurrent shards_concurrent uuidv7_concurrent
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_isolation \
 	--temp-config=$(TEST_CONF)
 
+# The generator's state machine, unit-tested without a server
+# (test/unit/decision_test.c): make unitcheck.
+UNIT_TEST = test/unit/decision_test
+
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
 EXTRA_CLEAN = tmp_regress tmp_isolation output_iso results regression.diffs \
-	regression.out
+	regression.out $(UNIT_TEST)
 
 # Nothing here gains from JIT inlining, and bitcode needs a clang matching
 # the server's LLVM.
@@ -35,3 +40,11 @@ override with_llvm = no
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+$(UNIT_TEST): test/unit/decision_test.c src/decision.c src/decision.h src/layout.h
+	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(includedir_server) -I$(includedir) \
+		-o $@ test/unit/decision_test.c src/decision.c -L$(pkglibdir) -lpgcommon -lpgport -lm
+
+.PHONY: unitcheck
+unitcheck: $(UNIT_TEST)
+	./$(UNIT_TEST)

@@ -125,7 +125,8 @@ CREATE FUNCTION snowflake_stats(
 	OUT high_water_mark timestamptz,
 	OUT mark_writes bigint,
 	OUT startup_wait_ms bigint,
-	OUT stats_since timestamptz)
+	OUT stats_since timestamptz,
+	OUT mark_waits bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'snowflake_stats'
 LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -64,4 +64,14 @@ extern void _PG_init(void);
 #define SNOWFLAKE_WAIT_EVENT_HEADER "pgstat.h"
 #endif
 
+/*
+ * 17 lets an extension name its wait events in pg_stat_activity; before,
+ * they all show as "Extension".
+ */
+#if PG_VERSION_NUM >= 170000
+#define SnowflakeWaitEvent(name) WaitEventExtensionNew(name)
+#else
+#define SnowflakeWaitEvent(name) PG_WAIT_EXTENSION
+#endif
+
 #endif							/* SNOWFLAKE_COMPAT_H */

@@ -31,7 +31,7 @@ PG_FUNCTION_INFO_V1(snowflake_stats);
 typedef struct BatchState
 {
 	int32		remaining;		/* ids still to return */
-	int32		in_block;		/* ids left in the reserved block */
+	int64		in_block;		/* ids left in the reserved block */
 	int64		next_id;		/* next id of the reserved block */
 	int64		step;			/* from one id of a block to the next */
 } BatchState;
@@ -81,10 +81,22 @@ fn_result_tupdesc(FunctionCallInfo fcinfo)
 	return BlessTupleDesc(tupdesc);
 }
 
+/* The result type of a function whose later versions add columns at the end */
+static TupleDesc
+fn_stats_tupdesc(FunctionCallInfo fcinfo, int max_columns)
+{
+	TupleDesc	tupdesc = fn_result_tupdesc(fcinfo);
+
+	if (tupdesc->natts > max_columns)
+		elog(ERROR, "return type has %d columns, more than the %d this library knows",
+			 tupdesc->natts, max_columns);
+	return tupdesc;
+}
+
 Datum
 snowflake_nextval(PG_FUNCTION_ARGS)
 {
-	int32		reserved;
+	int64		reserved;
 
 	PG_RETURN_INT64(GeneratorReserve(-1, 1, &reserved));
 }
@@ -94,7 +106,7 @@ Datum
 snowflake_nextval_shard(PG_FUNCTION_ARGS)
 {
 	int32		shard = PG_GETARG_INT32(0);
-	int32		reserved;
+	int64		reserved;
 
 	if (shard < 0)
 		ereport(ERROR,
@@ -278,12 +290,17 @@ snowflake_layout_info(PG_FUNCTION_ARGS)
 													  values, nulls)));
 }
 
+/*
+ * The columns of the installed version's definition: new columns come last,
+ * so that an older definition (before ALTER EXTENSION UPDATE) gets the
+ * columns it knows.
+ */
 Datum
 snowflake_stats(PG_FUNCTION_ARGS)
 {
 	SnowflakeStats stats;
-	Datum		values[13];
-	bool		nulls[13] = {false};
+	Datum		values[14];
+	bool		nulls[14] = {false};
 
 	GeneratorGetStats(&stats);
 
@@ -302,7 +319,8 @@ snowflake_stats(PG_FUNCTION_ARGS)
 	values[10] = Int64GetDatum(stats.mark_writes);
 	values[11] = Int64GetDatum(stats.startup_wait_ms);
 	values[12] = TimestampTzGetDatum(stats.started_at);
+	values[13] = Int64GetDatum(stats.mark_waits);
 
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(fn_result_tupdesc(fcinfo),
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(fn_stats_tupdesc(fcinfo, lengthof(values)),
 													  values, nulls)));
 }

@@ -1,30 +1,37 @@
 /*-------------------------------------------------------------------------
  *
  * generator.c
- *	  The id generator: its state in shared memory, the locks guarding it,
- *	  the clock, the state machine for clock rollbacks, sequence exhaustion
- *	  and borrowed ticks, and the high-water mark that keeps ids from
- *	  repeating across restarts and crashes.
+ *	  The id generator: its state in shared memory, the common path that
+ *	  issues ids with one compare-and-swap, the slow path that acts on the
+ *	  state machine of decision.c under a lock, the waits, and the
+ *	  high-water mark that keeps ids from repeating across restarts and
+ *	  crashes.
  *
  * A server issues ids for its own worker id and for any logical shards
- * configured in snowflake.shards: each such node value has its own
- * (last_tick, sequence) pair, shared by every backend and parallel worker
- * under an LWLock, so each node's ids are unique and strictly increasing
- * across sessions.  The lock is held only to read the clock and advance the
- * pair; every wait (for the next tick when the sequence is exhausted, for
- * the clock to catch up after a small rollback, for the mark to reach the
- * disk) happens with the lock released, and the state is examined again
- * afterwards.
+ * configured in snowflake.shards.  Each such node value has one 64-bit word
+ * in shared memory, "next": the id it would issue next (decision.h).  The
+ * common path reads the clock and moves next past its ids with a single
+ * compare-and-swap, when the clock has reached next's tick and that tick is
+ * well below the mark; a lost race retries.  Everything else (the sequence
+ * used up, the clock behind, borrowed ticks, a tick near or past the mark,
+ * a problem found at start-up) goes to the slow path, which takes the
+ * node's LWLock, reads next again, lets GenDecide choose, and moves next
+ * with the same compare-and-swap.  Every wait happens with nothing held.
  *
  * Ids are issued only below the durable high-water mark (mark.c), a time
  * some snowflake.mark_interval_ms ahead of the clock, one for all nodes.
- * The backend that first finds the clock in the second half of the
- * reservation writes a new mark, under a lock that only writers take;
- * issuing goes on meanwhile, and waits for the writer only if the clock
- * reaches the mark before the write is done.  Readers see the mark through
- * atomics: a stale value is an older, lower mark, which is only
- * conservative.  At start-up the mark found on disk becomes the floor of
- * every node; a clean shutdown records the exact last tick.
+ * The mark writer (worker.c, a background worker) extends it ahead of the
+ * clock while ids are being issued, so the common path never waits for a
+ * disk.  A call that gets near the mark wakes the writer; a call that
+ * reaches it waits for a write on a condition variable (cancellable), or
+ * writes the mark itself when no one else is writing.  Without the worker,
+ * the call that first crosses the refresh point writes it, after issuing.
+ * At start-up the mark found on disk becomes the floor of every node; a
+ * clean shutdown records the exact last tick.
+ *
+ * Statistics cost the common path nothing it does not already do: the ids
+ * of a node are those counted when its next left a tick, plus the sequence
+ * of next.  Everything else is counted on the slow path.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,6 +41,7 @@
 
 #include "miscadmin.h"
 #include "port/atomics.h"
+#include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -43,6 +51,7 @@
 
 #include "compat.h"
 #include SNOWFLAKE_WAIT_EVENT_HEADER
+#include "decision.h"
 #include "mark.h"
 #include "snowflake.h"
 
@@ -54,67 +63,105 @@ typedef enum GeneratorProblem
 	PROBLEM_LAYOUT_CHANGED		/* new ids would sort below issued ones */
 } GeneratorProblem;
 
-/* One node value's generator, padded so that neighbours share no cache line */
-typedef struct NodeState
+/* One node value's generator */
+typedef struct GenNode
 {
-	LWLock	   *lock;			/* guards everything below */
-	int64		last_tick;		/* tick of the last id issued */
-	int32		sequence;		/* sequence of that id */
-	int64		clock_ms;		/* the clock when last_tick was taken: a
-								 * clock behind it has moved backwards */
-	bool		restarted;		/* last_tick is below the mark found at
-								 * start-up, and no id was issued since */
-	/* statistics */
-	int64		ids_issued;
+	/* written by every call, and alone on their cache line */
+	pg_atomic_uint64 next;		/* the next id (decision.h) */
+	pg_atomic_uint64 ids_before;	/* ids issued in ticks before next's */
+	char		hot_end[PG_CACHE_LINE_SIZE - 2 * sizeof(pg_atomic_uint64)];
+
+	/* the slow path's, under lock */
+	LWLock	   *lock;
+	uint64		slow_next;		/* next as the slow path last set it */
+	int64		slow_clock_ms;	/* and the clock it read then */
+	uint64		floor;			/* next as start-up set it from the mark */
+	bool		has_floor;
 	int64		sequence_waits;
 	int64		rollbacks_waited;
 	int64		rollbacks_refused;
 	int64		borrowed_ticks;
-} NodeState;
+} GenNode;
 
-typedef union NodeStatePadded
+typedef union GenNodePadded
 {
-	NodeState	state;
+	GenNode		node;
 	char		pad[PG_CACHE_LINE_SIZE * 2];
-} NodeStatePadded;
+} GenNodePadded;
+
+StaticAssertDecl(sizeof(GenNode) <= sizeof(GenNodePadded),
+				 "GenNode outgrew its padding");
 
 typedef struct GeneratorState
 {
-	LWLock	   *mark_lock;		/* held by the backend writing the mark */
+	/* read by every call: the common path issues in ticks below it */
+	pg_atomic_uint64 fast_limit_tick;
+	char		fast_end[PG_CACHE_LINE_SIZE - sizeof(pg_atomic_uint64)];
 
-	/* the high-water mark; written under mark_lock, read without */
-	pg_atomic_uint64 mark_ms;	/* on disk: ids issued below this ms */
+	/* the high-water mark, published once it is on disk */
+	pg_atomic_uint64 mark_ms;	/* ids are issued below this Unix ms */
 	pg_atomic_uint64 mark_tick; /* first tick starting at or after it */
-	pg_atomic_uint64 refresh_tick;	/* from this tick on, extend the mark */
+	pg_atomic_uint64 need_tick; /* the largest tick a call waited to see
+								 * below the mark */
+	pg_atomic_uint32 writer;	/* pid of the process writing a mark, or 0 */
+	pg_atomic_uint32 wanted;	/* a call asks the worker for a mark */
+	ConditionVariable mark_cv;	/* broadcast when a write ends */
 	pg_atomic_uint64 mark_writes;
+	pg_atomic_uint64 mark_waits;
 
+	slock_t		mutex;			/* guards the three fields below */
+	Latch	   *worker_latch;	/* the mark writer's, while it runs */
+	int			worker_pid;
+	bool		logged_no_worker;
+
+	/* set at start-up, read-only afterwards */
 	int64		last_ms_floor;	/* the mark found at start-up, 0 if none */
 	int64		startup_wait_ms;
 	GeneratorProblem problem;
 	SnowflakeMark loaded;		/* the mark found at start-up */
 	char		problem_detail[256];
 	TimestampTz started_at;
-
-	/* one per entry of snowflake_nodes, in the same order */
-	NodeStatePadded nodes[FLEXIBLE_ARRAY_MEMBER];
 } GeneratorState;
 
 static GeneratorState *gen = NULL;
+static GenNode *gen_nodes = NULL;
 
 #define GEN_NODE_LOCKS	Min(snowflake_nnodes, 64)
+
+/* what the waits show in pg_stat_activity */
+typedef enum GenWait
+{
+	GEN_WAIT_NEXT_TICK,
+	GEN_WAIT_CLOCK_CATCH_UP,
+	GEN_WAIT_MARK_WRITE,
+	GEN_WAIT_WORKER_MAIN
+} GenWait;
+
+static uint32
+gen_wait_event(GenWait which)
+{
+	static const char *const names[] = {
+		"SnowflakeNextTick", "SnowflakeClockCatchUp", "SnowflakeMarkWrite",
+		"SnowflakeMarkWriterMain"
+	};
+	static uint32 events[lengthof(names)];
+
+	if (events[which] == 0)
+		events[which] = SnowflakeWaitEvent(names[which]);
+	return events[which];
+}
 
 static Size
 gen_shmem_size(void)
 {
-	return add_size(offsetof(GeneratorState, nodes),
-					mul_size(snowflake_nnodes, sizeof(NodeStatePadded)));
+	return add_size(CACHELINEALIGN(sizeof(GeneratorState)),
+					mul_size(snowflake_nnodes, sizeof(GenNodePadded)));
 }
 
 void
 GeneratorShmemRequest(void)
 {
 	RequestAddinShmemSpace(gen_shmem_size());
-	RequestNamedLWLockTranche("snowflake", 1);
 	RequestNamedLWLockTranche("snowflake_nodes", GEN_NODE_LOCKS);
 }
 
@@ -125,6 +172,12 @@ GeneratorClockMs(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline GenNode *
+gen_node(int index)
+{
+	return &((GenNodePadded *) gen_nodes)[index].node;
 }
 
 /* The first tick that starts at or after unix_ms. */
@@ -149,13 +202,50 @@ gen_mark_tick(int64 unix_ms)
 	return Min(Max(tick, 0), SnowflakeMaxTick(&snowflake_layout) + 1);
 }
 
-/* Publish a mark that is on disk. */
+/*
+ * Publish a mark that is on disk.  The common path issues up to a quarter
+ * of the reservation below it, so that at full load the writer extends the
+ * mark before any call gets there.
+ */
 static void
-gen_set_mark(int64 mark_ms, int64 refresh_ms)
+gen_publish_mark(int64 mark_ms)
 {
 	pg_atomic_write_u64(&gen->mark_ms, (uint64) mark_ms);
 	pg_atomic_write_u64(&gen->mark_tick, (uint64) gen_mark_tick(mark_ms));
-	pg_atomic_write_u64(&gen->refresh_tick, (uint64) gen_mark_tick(refresh_ms));
+	pg_write_barrier();
+	pg_atomic_write_u64(&gen->fast_limit_tick,
+						gen->problem != PROBLEM_NONE ? 0 :
+						(uint64) gen_mark_tick(mark_ms - snowflake_mark_interval_ms / 4));
+}
+
+/* The node's ids: those of the ticks before next's, and next's sequence. */
+static int64
+gen_ids_issued(GenNode *node)
+{
+	uint64		next = pg_atomic_read_u64(&node->next);
+
+	return (int64) pg_atomic_read_u64(&node->ids_before) +
+		GenSequenceOf(&snowflake_layout, next);
+}
+
+/*
+ * Move next from *old to after, having issued count ids: only when next
+ * leaves a tick does the count of earlier ticks change, by the sequence it
+ * had there.  Returns false if another call moved next first, with *old set
+ * to what it left.
+ */
+static inline bool
+gen_advance(GenNode *node, uint64 *old, uint64 after, int64 count)
+{
+	const SnowflakeLayout *layout = &snowflake_layout;
+	int64		counted;
+
+	if (!pg_atomic_compare_exchange_u64(&node->next, old, after))
+		return false;
+	counted = count + GenSequenceOf(layout, *old) - GenSequenceOf(layout, after);
+	if (counted != 0)
+		pg_atomic_fetch_add_u64(&node->ids_before, counted);
+	return true;
 }
 
 /*
@@ -191,9 +281,6 @@ gen_load_mark(void)
 	SnowflakeMark *m = &gen->loaded;
 	int64		now = GeneratorClockMs();
 	int64		floor_tick;
-
-	/* With no mark yet, the first call writes one before issuing. */
-	gen_set_mark(0, 0);
 
 	switch (MarkLoad(m, gen->problem_detail, sizeof(gen->problem_detail)))
 	{
@@ -237,16 +324,21 @@ gen_load_mark(void)
 	 * than the tolerance it has moved backwards, but the reserve the mark
 	 * held ahead of it (after a crash) is merely waited out.
 	 */
-	floor_tick = gen_first_tick_at(&snowflake_layout, m->mark_ms);
+	floor_tick = gen_mark_tick(m->mark_ms);
 	for (int i = 0; i < snowflake_nnodes; i++)
 	{
-		NodeState  *node = &gen->nodes[i].state;
+		GenNode    *node = gen_node(i);
+		uint64		floor = GenStartOfTick(&snowflake_layout,
+										   (uint64) SnowflakeCompose(&snowflake_layout, 0,
+																	 snowflake_nodes[i], 0),
+										   floor_tick);
 
-		node->last_tick = floor_tick - 1;
-		node->clock_ms = Min(m->written_ms, m->mark_ms);
-		node->restarted = true;
+		pg_atomic_write_u64(&node->next, floor);
+		node->floor = node->slow_next = floor;
+		node->has_floor = true;
+		node->slow_clock_ms = Min(m->written_ms, m->mark_ms);
 	}
-	gen_set_mark(m->mark_ms, m->mark_ms);
+	gen_publish_mark(m->mark_ms);
 	gen->last_ms_floor = m->mark_ms;
 	gen->startup_wait_ms = Max(0, m->mark_ms - now);
 }
@@ -255,22 +347,28 @@ gen_load_mark(void)
 static void
 gen_shmem_shutdown(int code, Datum arg)
 {
+	const SnowflakeLayout *layout = &snowflake_layout;
 	SnowflakeMark m;
-	int64		last_tick = -1;
 
 	/* after a crash the state in shared memory cannot be trusted */
 	if (code != 0 || gen == NULL || gen->problem != PROBLEM_NONE ||
 		pg_atomic_read_u64(&gen->mark_writes) == 0)
 		return;
 
+	/* every id lies below the start of next's tick, or of the one after */
+	m.mark_ms = gen->last_ms_floor;
 	for (int i = 0; i < snowflake_nnodes; i++)
-		last_tick = Max(last_tick, gen->nodes[i].state.last_tick);
-	m.mark_ms = Max(SnowflakeTickStart(&snowflake_layout, last_tick) + 1,
-					gen->last_ms_floor);
+	{
+		uint64		next = pg_atomic_read_u64(&gen_node(i)->next);
+		int64		end = GenTickOf(layout, next) +
+			(GenSequenceOf(layout, next) > 0 ? 1 : 0);
+
+		m.mark_ms = Max(m.mark_ms, SnowflakeTickStart(layout, end));
+	}
 	m.written_ms = GeneratorClockMs();
 	m.clean = true;
 	m.worker_id = snowflake_worker_id;
-	m.layout = snowflake_layout;
+	m.layout = *layout;
 	(void) MarkWrite(&m, LOG);
 }
 
@@ -281,25 +379,35 @@ GeneratorShmemStartup(void)
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	gen = ShmemInitStruct("snowflake generator", gen_shmem_size(), &found);
+	gen_nodes = (GenNode *) ((char *) gen + CACHELINEALIGN(sizeof(GeneratorState)));
 	if (!found)
 	{
 		LWLockPadded *node_locks = GetNamedLWLockTranche("snowflake_nodes");
 
 		memset(gen, 0, gen_shmem_size());
-		gen->mark_lock = &(GetNamedLWLockTranche("snowflake"))->lock;
+		pg_atomic_init_u64(&gen->fast_limit_tick, 0);
 		pg_atomic_init_u64(&gen->mark_ms, 0);
 		pg_atomic_init_u64(&gen->mark_tick, 0);
-		pg_atomic_init_u64(&gen->refresh_tick, 0);
+		pg_atomic_init_u64(&gen->need_tick, 0);
+		pg_atomic_init_u32(&gen->writer, 0);
+		pg_atomic_init_u32(&gen->wanted, 0);
+		ConditionVariableInit(&gen->mark_cv);
 		pg_atomic_init_u64(&gen->mark_writes, 0);
+		pg_atomic_init_u64(&gen->mark_waits, 0);
+		SpinLockInit(&gen->mutex);
 		gen->started_at = GetCurrentTimestamp();
 		for (int i = 0; i < snowflake_nnodes; i++)
 		{
-			NodeState  *node = &gen->nodes[i].state;
+			GenNode    *node = gen_node(i);
 
+			/* sequence 0 of tick 0: the clock's tick is never below it */
+			pg_atomic_init_u64(&node->next,
+							   (uint64) SnowflakeCompose(&snowflake_layout, 0,
+														 snowflake_nodes[i], 0));
+			pg_atomic_init_u64(&node->ids_before, 0);
 			node->lock = &node_locks[i % GEN_NODE_LOCKS].lock;
-			node->last_tick = -1;
-			node->sequence = SnowflakeMaxSequence(&snowflake_layout);
 		}
+		/* with no mark yet, the first call writes one before issuing */
 		gen_load_mark();
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -326,35 +434,37 @@ gen_require_state(void)
 }
 
 /*
- * Sleep, without the lock, while the clock catches up.  The latch wakes us
- * for query cancel and statement_timeout.
+ * Sleep on the latch, nothing held, while the clock catches up.  Query
+ * cancel and statement_timeout end the wait.
  */
 static void
-gen_sleep_ms(int64 ms)
+gen_sleep_ms(int64 ms, GenWait which)
 {
 	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 (long) ms, PG_WAIT_EXTENSION);
+					 (long) ms, gen_wait_event(which));
 	ResetLatch(MyLatch);
 	CHECK_FOR_INTERRUPTS();
 }
 
 /*
- * Wait, without the lock, until the clock leaves tick "last".  Sleep for
- * all but the last millisecond of a long tick, then spin: a sleep's wake-up
- * latency would cost a good part of the next tick's ids.
+ * Wait until the clock reads until_ms.  For the next tick, sleep for all but
+ * the last millisecond, then spin: a sleep's wake-up latency would cost a
+ * good part of the next tick's ids.  A clock that steps back meanwhile sends
+ * the caller back to the decision, which knows what to make of it.
  */
 static void
-gen_wait_next_tick(int64 last)
+gen_wait_until(int64 until_ms, GenWait which)
 {
-	const SnowflakeLayout *layout = &snowflake_layout;
-	int64		next_start = SnowflakeTickStart(layout, last + 1);
 	int64		now;
+	int64		started = GeneratorClockMs();
 
-	while ((now = GeneratorClockMs()) < next_start &&
-		   SnowflakeTickOf(layout, now) == last)
+	while ((now = GeneratorClockMs()) < until_ms && now >= started)
 	{
-		if (next_start - now > 1)
-			gen_sleep_ms(next_start - now - 1);
+		/* a second at most: a clock stepped forward ends the wait too */
+		if (until_ms - now > 1 || which != GEN_WAIT_NEXT_TICK)
+			gen_sleep_ms(Min(Max(until_ms - now - (which == GEN_WAIT_NEXT_TICK ? 1 : 0), 1),
+							 1000),
+						 which);
 		else
 		{
 			CHECK_FOR_INTERRUPTS();
@@ -363,48 +473,136 @@ gen_wait_next_tick(int64 last)
 	}
 }
 
-/*
- * Extend the mark past the clock plus snowflake.mark_interval_ms, and past
- * tick need_tick, if it is due.  With wait, block until whoever is writing
- * is done and throw on failure; without, leave it to a writer already at
- * work and only warn on failure: the caller's id is issued already, and the
- * next caller tries again.
- */
+/* Release the writer's role if this process dies holding it. */
 static void
-gen_extend_mark(bool wait, int64 need_tick)
+gen_writer_exit(int code, Datum arg)
 {
-	const SnowflakeLayout *layout = &snowflake_layout;
-	SnowflakeMark m;
-	int64		current_mark;
+	uint32		self = (uint32) MyProcPid;
 
-	if (wait)
-		LWLockAcquire(gen->mark_lock, LW_EXCLUSIVE);
-	else if (!LWLockConditionalAcquire(gen->mark_lock, LW_EXCLUSIVE))
-		return;
+	if (gen != NULL && pg_atomic_compare_exchange_u32(&gen->writer, &self, 0))
+		ConditionVariableBroadcast(&gen->mark_cv);
+}
 
-	m.written_ms = GeneratorClockMs();
-	current_mark = (int64) pg_atomic_read_u64(&gen->mark_ms);
-	if (Max(SnowflakeTickOf(layout, m.written_ms), need_tick) >=
-		(int64) pg_atomic_read_u64(&gen->refresh_tick))
+typedef enum GenWriteResult
+{
+	GEN_WRITE_BUSY,				/* another process is writing */
+	GEN_WRITE_FAILED,			/* reported at elevel < ERROR */
+	GEN_WRITE_DONE
+} GenWriteResult;
+
+/*
+ * Write a mark reaching snowflake.mark_interval_ms past the clock and past
+ * every tick a call waits for, unless another process is writing one: then
+ * return at once.  File errors are reported at elevel; the role of writer
+ * is given up in every case, and the waiters woken.
+ */
+static GenWriteResult
+gen_write_mark(int elevel)
+{
+	static bool exit_callback = false;
+	uint32		none = 0;
+	volatile GenWriteResult result = GEN_WRITE_FAILED;
+
+	if (!pg_atomic_compare_exchange_u32(&gen->writer, &none, (uint32) MyProcPid))
+		return GEN_WRITE_BUSY;
+	if (!exit_callback)
 	{
-		/*
-		 * Never below the mark in force: ids may have been issued up to it,
-		 * even if this backend's snowflake.mark_interval_ms (reloaded at its
-		 * own pace) is shorter than the writer's before.
-		 */
+		before_shmem_exit(gen_writer_exit, (Datum) 0);
+		exit_callback = true;
+	}
+
+	PG_TRY();
+	{
+		const SnowflakeLayout *layout = &snowflake_layout;
+		SnowflakeMark m;
+		int64		need = (int64) pg_atomic_read_u64(&gen->need_tick);
+
+		/* never below the mark in force: ids may have been issued up to it */
+		m.written_ms = GeneratorClockMs();
 		m.mark_ms = Max(m.written_ms + snowflake_mark_interval_ms,
-						SnowflakeTickStart(layout, need_tick + 1));
-		m.mark_ms = Max(m.mark_ms, current_mark);
+						SnowflakeTickStart(layout, need + 1));
+		m.mark_ms = Max(m.mark_ms, (int64) pg_atomic_read_u64(&gen->mark_ms));
 		m.clean = false;
 		m.worker_id = snowflake_worker_id;
 		m.layout = *layout;
-		if (MarkWrite(&m, wait ? ERROR : WARNING))
+		if (MarkWrite(&m, elevel))
 		{
-			gen_set_mark(m.mark_ms, m.mark_ms - snowflake_mark_interval_ms / 2);
+			gen_publish_mark(m.mark_ms);
 			pg_atomic_fetch_add_u64(&gen->mark_writes, 1);
+			result = GEN_WRITE_DONE;
 		}
 	}
-	LWLockRelease(gen->mark_lock);
+	PG_FINALLY();
+	{
+		pg_atomic_write_u32(&gen->writer, 0);
+		ConditionVariableBroadcast(&gen->mark_cv);
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/* Raise need_tick to tick, for the writer to cover. */
+static void
+gen_need_tick(int64 tick)
+{
+	uint64		seen = pg_atomic_read_u64(&gen->need_tick);
+
+	while ((int64) seen < tick &&
+		   !pg_atomic_compare_exchange_u64(&gen->need_tick, &seen, (uint64) tick))
+		;
+}
+
+/*
+ * An id was issued in a tick past the refresh point: the mark must be
+ * extended soon.  Wake the worker; without one, write it here (as a
+ * warning on failure: the id is issued already, and the next call tries
+ * again).
+ */
+static void
+gen_mark_due(void)
+{
+	Latch	   *latch;
+	bool		log_no_worker;
+
+	SpinLockAcquire(&gen->mutex);
+	latch = gen->worker_latch;
+	log_no_worker = latch == NULL && !gen->logged_no_worker;
+	if (log_no_worker)
+		gen->logged_no_worker = true;
+	SpinLockRelease(&gen->mutex);
+
+	if (latch != NULL)
+	{
+		pg_atomic_write_u32(&gen->wanted, 1);
+		SetLatch(latch);
+		return;
+	}
+	if (log_no_worker)
+		ereport(LOG,
+				(errmsg("snowflake's background worker is not running: backends write the high-water mark themselves"),
+				 errhint("Check the server log for why it did not start, such as \"max_worker_processes\" being too low.")));
+	(void) gen_write_mark(WARNING);
+}
+
+/*
+ * Wait, nothing held, until tick lies below the mark: for the process
+ * writing one, on a condition variable (query cancel and statement_timeout
+ * end the wait), or by writing it here when no one is.  A write that fails
+ * throws: the call cannot issue its id.
+ */
+static void
+gen_await_mark(int64 tick)
+{
+	pg_atomic_fetch_add_u64(&gen->mark_waits, 1);
+	gen_need_tick(tick);
+	ConditionVariablePrepareToSleep(&gen->mark_cv);
+	while (tick >= (int64) pg_atomic_read_u64(&gen->mark_tick))
+	{
+		if (gen_write_mark(ERROR) == GEN_WRITE_BUSY)
+			(void) ConditionVariableTimedSleep(&gen->mark_cv, 1000,
+											   gen_wait_event(GEN_WAIT_MARK_WRITE));
+	}
+	ConditionVariableCancelSleep();
 }
 
 static void
@@ -466,25 +664,159 @@ gen_report_rollback(int64 now, int64 clock_then, bool restarted)
 			 errhint("Ids are issued again once the clock passes the time of the last id; check the server's time synchronisation.")));
 }
 
-/* The index of a node value in gen->nodes, or -1. */
-static int
-gen_node_index(int32 node)
+/* The node of a node value (-1: this server's worker id). */
+static GenNode *
+gen_node_of(int32 node_value)
 {
 	int			low = 0;
 	int			high = snowflake_nnodes - 1;
 
+	if (node_value < 0)
+		return gen_node(snowflake_worker_index);
 	while (low <= high)
 	{
 		int			mid = (low + high) / 2;
 
-		if (snowflake_nodes[mid] == node)
-			return mid;
-		if (snowflake_nodes[mid] < node)
+		if (snowflake_nodes[mid] == node_value)
+			return gen_node(mid);
+		if (snowflake_nodes[mid] < node_value)
 			low = mid + 1;
 		else
 			high = mid - 1;
 	}
-	return -1;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("this server does not issue ids for shard %d", node_value),
+			 errdetail("It issues ids for worker id %d and for the shards in \"snowflake.shards\" (%s).",
+					   snowflake_worker_id, snowflake_shards),
+			 errhint("Add the shard to \"snowflake.shards\" on one server only, and restart it.")));
+	return NULL;				/* keep the compiler quiet */
+}
+
+/*
+ * The common path: the clock in next's tick or later, and well below the
+ * mark.  Returns false, having changed nothing, when it does not apply.
+ */
+static inline bool
+gen_reserve_fast(GenNode *node, int64 count, uint64 *first, int64 *reserved)
+{
+	const SnowflakeLayout *layout = &snowflake_layout;
+	int64		now = SnowflakeTickOf(layout, GeneratorClockMs());
+	int64		limit = (int64) pg_atomic_read_u64(&gen->fast_limit_tick);
+	uint64		next = pg_atomic_read_u64(&node->next);
+
+	for (;;)
+	{
+		int64		next_tick = GenTickOf(layout, next);
+		uint64		at;
+		int64		n;
+
+		if (now < next_tick || now >= limit)
+			return false;
+		at = now > next_tick ? GenStartOfTick(layout, next, now) : next;
+		n = Min(count, GenRoomAt(layout, at));
+		/* on failure next is what another call left: try again from there */
+		if (gen_advance(node, &next, GenAfter(layout, at, n), n))
+		{
+			*first = at;
+			*reserved = n;
+			return true;
+		}
+	}
+}
+
+/*
+ * The slow path: under the node's lock, let GenDecide choose from a fresh
+ * reading of the clock and of next, and act on its decision.  Waits release
+ * the lock and start over.
+ */
+static uint64
+gen_reserve_slow(GenNode *node, int64 count, int64 *reserved)
+{
+	const SnowflakeLayout *layout = &snowflake_layout;
+	bool		counted_rollback = false;
+
+	for (;;)
+	{
+		GenSituation s;
+		GenDecision d;
+		int64		last_tick;
+
+		LWLockAcquire(node->lock, LW_EXCLUSIVE);
+		if (unlikely(gen->problem != PROBLEM_NONE))
+		{
+			LWLockRelease(node->lock);
+			gen_report_problem();
+		}
+
+		s.layout = layout;
+		s.now_ms = GeneratorClockMs();
+		s.next = pg_atomic_read_u64(&node->next);
+		s.restarted = node->has_floor && s.next == node->floor;
+
+		/*
+		 * The clock when the last id's tick was taken: the slow path kept it;
+		 * the common path takes only the clock's own tick, so then the tick's
+		 * start is a bound.
+		 */
+		last_tick = GenTickOf(layout, s.next) -
+			(GenSequenceOf(layout, s.next) == 0 ? 1 : 0);
+		s.clock_then_ms = s.next == node->slow_next ? node->slow_clock_ms :
+			SnowflakeTickStart(layout, last_tick);
+		s.mark_tick = (int64) pg_atomic_read_u64(&gen->mark_tick);
+		s.max_borrow_ms = snowflake_max_borrow_ms;
+		s.tolerance_ms = snowflake_rollback_tolerance_ms;
+		GenDecide(&s, &d);
+
+		switch (d.outcome)
+		{
+			case GEN_ISSUE:
+				{
+					int64		n = Min(count, GenRoomAt(layout, d.first));
+					uint64		after = GenAfter(layout, d.first, n);
+
+					if (!gen_advance(node, &s.next, after, n))
+						break;	/* the common path moved next: decide again */
+					node->slow_next = after;
+					node->slow_clock_ms = s.now_ms;
+					if (d.borrowed && GenSequenceOf(layout, d.first) == 0)
+						node->borrowed_ticks++;
+					LWLockRelease(node->lock);
+					if (d.tick >= (int64) pg_atomic_read_u64(&gen->fast_limit_tick))
+						gen_mark_due();
+					*reserved = n;
+					return d.first;
+				}
+			case GEN_WAIT_TICK:
+				if (!s.restarted)
+					node->sequence_waits++;
+				LWLockRelease(node->lock);
+				gen_wait_until(d.wait_until_ms, GEN_WAIT_NEXT_TICK);
+				continue;
+			case GEN_WAIT_CLOCK:
+				if (!counted_rollback && !s.restarted && d.behind_ms > 0)
+					node->rollbacks_waited++;
+				counted_rollback = true;
+				LWLockRelease(node->lock);
+				gen_wait_until(d.wait_until_ms, GEN_WAIT_CLOCK_CATCH_UP);
+				continue;
+			case GEN_NEED_MARK:
+				LWLockRelease(node->lock);
+				gen_await_mark(d.tick);
+				continue;
+			case GEN_REFUSE_ROLLBACK:
+				/* the state stays as it was */
+				node->rollbacks_refused++;
+				LWLockRelease(node->lock);
+				gen_report_rollback(s.now_ms, s.clock_then_ms, s.restarted);
+				break;			/* not reached */
+			case GEN_REFUSE_RANGE:
+				LWLockRelease(node->lock);
+				gen_report_out_of_range(s.now_ms);
+				break;			/* not reached */
+		}
+		LWLockRelease(node->lock);
+	}
 }
 
 /*
@@ -493,203 +825,110 @@ gen_node_index(int32 node)
  * says how many.  The ids are first .. first + *reserved - 1 when the
  * sequence is the last field; in every layout they increase and only their
  * sequence differs.
- *
- * This is the algorithm of the design, with the waits moved out of the
- * lock: a backend that must wait releases the lock, waits, and starts over,
- * so other backends are not queued behind its wait.
  */
 int64
-GeneratorReserve(int32 node_value, int32 count, int32 *reserved)
+GeneratorReserve(int32 node_value, int64 count, int64 *reserved)
 {
-	const SnowflakeLayout *layout = &snowflake_layout;
-	int32		max_sequence = SnowflakeMaxSequence(layout);
-	bool		counted_rollback = false;
-	NodeState  *node;
+	GenNode    *node;
+	uint64		first;
 
 	Assert(count > 0);
 	gen_require_state();
-	if (node_value < 0)
+	node = gen_node_of(node_value);
+	if (likely(gen_reserve_fast(node, count, &first, reserved)))
+		return (int64) first;
+	return (int64) gen_reserve_slow(node, count, reserved);
+}
+
+/*
+ * One turn of the mark writer (worker.c): extend the mark when calls ask
+ * for it, or when ids were issued since the last turn (seen holds each
+ * node's next as of then) and less than half the reservation is left.  An
+ * idle server writes nothing.  Returns how long to sleep before the next
+ * turn, in ms: an eighth of the reservation, or all of it after a failed
+ * write, so that a broken disk is not retried (and logged) eight times a
+ * reservation; calls that reach the mark meanwhile try for themselves.
+ */
+long
+GeneratorMarkWriterTurn(uint64 *seen)
+{
+	int64		interval = snowflake_mark_interval_ms;
+	bool		active = false;
+
+	if (gen->problem != PROBLEM_NONE)
+		return 60000;
+	for (int i = 0; i < snowflake_nnodes; i++)
 	{
-		node = &gen->nodes[snowflake_worker_index].state;
-		node_value = snowflake_worker_id;
+		uint64		next = pg_atomic_read_u64(&gen_node(i)->next);
+
+		if (next != seen[i])
+			active = true;
+		seen[i] = next;
 	}
-	else
-	{
-		int			index = gen_node_index(node_value);
+	if ((pg_atomic_exchange_u32(&gen->wanted, 0) != 0 ||
+		 (active && (int64) pg_atomic_read_u64(&gen->mark_ms) - GeneratorClockMs() <= interval / 2)) &&
+		gen_write_mark(WARNING) == GEN_WRITE_FAILED)
+		return (long) interval;
+	return (long) Max(interval / 8, 1);
+}
 
-		if (index < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("this server does not issue ids for shard %d", node_value),
-					 errdetail("It issues ids for worker id %d and for the shards in \"snowflake.shards\" (%s).",
-							   snowflake_worker_id, snowflake_shards),
-					 errhint("Add the shard to \"snowflake.shards\" on one server only, and restart it.")));
-		node = &gen->nodes[index].state;
-	}
+/* Each node's next, for the mark writer's first turn. */
+void
+GeneratorNodeWords(uint64 *words)
+{
+	for (int i = 0; i < snowflake_nnodes; i++)
+		words[i] = pg_atomic_read_u64(&gen_node(i)->next);
+}
 
-	for (;;)
-	{
-		int64		now_ms;
-		int64		now;
-		int64		last;
-		int64		tick;
-		int32		first;
-		bool		extend = false;
+/* The mark writer announces itself, and leaves. */
+void
+GeneratorSetMarkWriter(Latch *latch)
+{
+	SpinLockAcquire(&gen->mutex);
+	gen->worker_latch = latch;
+	gen->worker_pid = latch != NULL ? MyProcPid : 0;
+	if (latch != NULL)
+		gen->logged_no_worker = false;
+	SpinLockRelease(&gen->mutex);
+}
 
-		LWLockAcquire(node->lock, LW_EXCLUSIVE);
-		now_ms = GeneratorClockMs();
-		now = SnowflakeTickOf(layout, now_ms);
-		last = node->last_tick;
-
-		if (likely(now > last &&
-				   now < (int64) pg_atomic_read_u64(&gen->refresh_tick)))
-		{
-			/* a new tick, well below the mark */
-			tick = now;
-			first = 0;
-		}
-		else if (likely(now == last && node->sequence < max_sequence))
-		{
-			tick = now;
-			first = node->sequence + 1;
-		}
-		else if (gen->problem != PROBLEM_NONE)
-		{
-			LWLockRelease(node->lock);
-			gen_report_problem();
-		}
-		else if (now < last && !node->restarted &&
-				 SnowflakeTickStart(layout, last) - now_ms <= snowflake_max_borrow_ms &&
-				 node->sequence < max_sequence)
-		{
-			/* the clock is inside a tick borrowed earlier: go on in it */
-			tick = last;
-			first = node->sequence + 1;
-		}
-		else if (now <= last &&
-				 SnowflakeTickStart(layout, last + 1) - now_ms <= snowflake_max_borrow_ms &&
-				 !node->restarted)
-		{
-			/* sequence exhausted: borrow the next tick instead of waiting */
-			tick = last + 1;
-			first = 0;
-			extend = true;
-		}
-		else if (now == last)
-		{
-			/*
-			 * All ids of this tick are issued (or, right after a start-up,
-			 * it is the tick below the mark).
-			 */
-			if (!node->restarted)
-				node->sequence_waits++;
-			LWLockRelease(node->lock);
-			gen_wait_next_tick(last);
-			continue;
-		}
-		else if (now < last)
-		{
-			/*
-			 * The last tick lies ahead of the clock: borrowed, or the floor
-			 * a restart found, or the clock moved backwards since it read
-			 * clock_ms.  Only the last is refused beyond the tolerance;
-			 * otherwise wait for the clock to reach the tick.
-			 */
-			int64		clock_then = node->clock_ms;
-			int64		behind = clock_then - now_ms;
-			int64		wait = SnowflakeTickStart(layout, node->restarted ? last + 1 : last) - now_ms;
-			bool		restarted = node->restarted;
-
-			if (now < 0)
-			{
-				LWLockRelease(node->lock);
-				gen_report_out_of_range(now_ms);
-			}
-
-			if (behind > snowflake_rollback_tolerance_ms)
-			{
-				/* refused; the state stays as it was */
-				node->rollbacks_refused++;
-				LWLockRelease(node->lock);
-				gen_report_rollback(now_ms, clock_then, restarted);
-			}
-			if (!counted_rollback && !restarted && behind > 0)
-				node->rollbacks_waited++;
-			counted_rollback = true;
-			LWLockRelease(node->lock);
-			gen_sleep_ms(Max(wait, 1));
-			continue;
-		}
-		else
-		{
-			/* a new tick, in the second half of the reservation or past it */
-			tick = now;
-			first = 0;
-			extend = true;
-		}
-
-		if (unlikely(extend))
-		{
-			/* a new tick: the fast path's marks never reach past the end */
-			if (unlikely(tick < 0 || tick > SnowflakeMaxTick(layout)))
-			{
-				LWLockRelease(node->lock);
-				gen_report_out_of_range(now_ms);
-			}
-			if (tick >= (int64) pg_atomic_read_u64(&gen->mark_tick))
-			{
-				/* ids of this tick need a mark on disk first */
-				LWLockRelease(node->lock);
-				gen_extend_mark(true, tick);
-				continue;
-			}
-		}
-
-		*reserved = Min(count, max_sequence - first + 1);
-		if (tick != last)
-		{
-			node->clock_ms = now_ms;
-			if (tick > now)
-				node->borrowed_ticks++;
-		}
-		node->last_tick = tick;
-		node->sequence = first + *reserved - 1;
-		node->restarted = false;
-		node->ids_issued += *reserved;
-		LWLockRelease(node->lock);
-
-		if (unlikely(extend))
-			gen_extend_mark(false, tick);
-
-		return SnowflakeCompose(layout, tick, node_value, first);
-	}
+uint32
+GeneratorMarkWriterWaitEvent(void)
+{
+	return gen_wait_event(GEN_WAIT_WORKER_MAIN);
 }
 
 void
 GeneratorGetStats(SnowflakeStats *stats)
 {
-	int64		last_tick = -1;
+	const SnowflakeLayout *layout = &snowflake_layout;
+	int64		end_tick = -1;
 
 	gen_require_state();
 
 	memset(stats, 0, sizeof(SnowflakeStats));
 	for (int i = 0; i < snowflake_nnodes; i++)
 	{
-		NodeState  *node = &gen->nodes[i].state;
+		GenNode    *node = gen_node(i);
+		int64		issued = gen_ids_issued(node);
+		uint64		next = pg_atomic_read_u64(&node->next);
 
+		/* the last id lies in next's tick, or in the one before */
+		if (issued > 0)
+			end_tick = Max(end_tick, GenTickOf(layout, next) -
+						   (GenSequenceOf(layout, next) == 0 ? 1 : 0));
+		stats->ids_issued += issued;
 		LWLockAcquire(node->lock, LW_SHARED);
-		if (node->ids_issued > 0)
-			last_tick = Max(last_tick, node->last_tick);
-		stats->ids_issued += node->ids_issued;
 		stats->sequence_waits += node->sequence_waits;
 		stats->rollbacks_waited += node->rollbacks_waited;
 		stats->rollbacks_refused += node->rollbacks_refused;
 		stats->borrowed_ticks += node->borrowed_ticks;
 		LWLockRelease(node->lock);
 	}
-	stats->last_ms = last_tick >= 0 ? SnowflakeTickStart(&snowflake_layout, last_tick) : 0;
+	stats->last_ms = end_tick >= 0 ? SnowflakeTickStart(layout, end_tick) : 0;
 	stats->mark_ms = (int64) pg_atomic_read_u64(&gen->mark_ms);
 	stats->mark_writes = (int64) pg_atomic_read_u64(&gen->mark_writes);
+	stats->mark_waits = (int64) pg_atomic_read_u64(&gen->mark_waits);
 	stats->startup_wait_ms = gen->startup_wait_ms;
 	stats->started_at = gen->started_at;
 }

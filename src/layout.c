@@ -47,12 +47,6 @@ SnowflakeFormatMs(int64 unix_ms)
 	return pstrdup(timestamptz_to_str(SnowflakeMsToTimestamptz(unix_ms)));
 }
 
-int64
-SnowflakeLastMs(const SnowflakeLayout *layout)
-{
-	return SnowflakeTickStart(layout, SnowflakeMaxTick(layout) + 1) - 1;
-}
-
 const char *
 SnowflakeCheckEpoch(const SnowflakeLayout *layout, int64 now_ms)
 {

@@ -118,6 +118,13 @@ SnowflakeCompose(const SnowflakeLayout *layout, int64 tick, int32 node,
 					((uint64) sequence << sequence_shift));
 }
 
+/* The last Unix ms at which the layout can issue an id. */
+static inline int64
+SnowflakeLastMs(const SnowflakeLayout *layout)
+{
+	return SnowflakeTickStart(layout, SnowflakeMaxTick(layout) + 1) - 1;
+}
+
 /* What adding one to the sequence adds to an id. */
 static inline int64
 SnowflakeSequenceStep(const SnowflakeLayout *layout)
@@ -154,8 +161,6 @@ extern char *SnowflakeFormatMs(int64 unix_ms);
 extern void SnowflakeDecompose(const SnowflakeLayout *layout, int64 id,
 							   SnowflakeFields *fields);
 
-/* The last Unix ms at which the layout can issue an id. */
-extern int64 SnowflakeLastMs(const SnowflakeLayout *layout);
 
 /*
  * Parse an epoch: an integer count of ms since 1970-01-01 UTC, or an ISO

@@ -400,6 +400,7 @@ _PG_init(void)
 	for (int i = 0; i < (int) lengthof(names); i++)
 		snowflake_require_valid(names[i], configured[i]);
 	snowflake_build_nodes();
+	WorkerRegister();
 
 #ifdef SNOWFLAKE_SHMEM_REQUEST_HOOK
 	prev_shmem_request_hook = shmem_request_hook;

@@ -50,17 +50,27 @@ typedef struct SnowflakeStats
 	int64		rollbacks_refused;	/* calls refused for a rollback */
 	int64		borrowed_ticks; /* ticks taken ahead of the clock */
 	int64		mark_writes;	/* high-water marks written */
+	int64		mark_waits;		/* calls that waited for a mark write */
 	int64		startup_wait_ms;	/* how far the mark found at start-up was
 									 * ahead of the clock */
 	TimestampTz started_at;		/* when the counters started */
 } SnowflakeStats;
 
+struct Latch;
+
 /* generator.c */
 extern void GeneratorShmemRequest(void);
 extern void GeneratorShmemStartup(void);
-extern int64 GeneratorReserve(int32 node, int32 count, int32 *reserved);
+extern int64 GeneratorReserve(int32 node, int64 count, int64 *reserved);
 extern void GeneratorGetStats(SnowflakeStats *stats);
 extern int64 GeneratorClockMs(void);
+extern long GeneratorMarkWriterTurn(uint64 *seen);
+extern void GeneratorNodeWords(uint64 *words);
+extern void GeneratorSetMarkWriter(struct Latch *latch);
+extern uint32 GeneratorMarkWriterWaitEvent(void);
+
+/* worker.c */
+extern void WorkerRegister(void);
 extern SNOWFLAKE_NORETURN_BEFORE void SnowflakeReportNotPreloaded(void) SNOWFLAKE_NORETURN_AFTER;
 
 #endif							/* SNOWFLAKE_H */

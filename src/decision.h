@@ -1,0 +1,109 @@
+/*-------------------------------------------------------------------------
+ *
+ * decision.h
+ *	  The generator's state machine as pure functions: what a node's next id
+ *	  is, and what a call must do when the common path cannot issue it.
+ *
+ * A node's whole issuing state is one 64-bit word, "next": the id it would
+ * issue next if the clock allowed, node field included.  Ids are issued at
+ * next or above, and next only grows.  When a tick's sequence is used up,
+ * next becomes sequence 0 of the following tick.
+ *
+ * Nothing here reads the clock, shared memory or a setting: the generator
+ * (generator.c) gathers a GenSituation, and the unit test
+ * (test/unit/decision_test.c) builds them by the million.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SNOWFLAKE_DECISION_H
+#define SNOWFLAKE_DECISION_H
+
+#include "layout.h"
+
+/* What a call that cannot take the common path must do */
+typedef enum GenOutcome
+{
+	GEN_ISSUE,					/* issue from d->first, in d->tick */
+	GEN_WAIT_TICK,				/* the clock's tick is used up: wait for the
+								 * next one */
+	GEN_WAIT_CLOCK,				/* the next id lies ahead of the clock, by no
+								 * more than the tolerance: wait for it */
+	GEN_NEED_MARK,				/* d->tick is not below the high-water mark:
+								 * extend the mark first */
+	GEN_REFUSE_ROLLBACK,		/* the clock moved back beyond the tolerance */
+	GEN_REFUSE_RANGE			/* the clock or the tick lies outside the
+								 * layout's lifetime */
+} GenOutcome;
+
+typedef struct GenSituation
+{
+	const SnowflakeLayout *layout;
+	int64		now_ms;			/* the clock, Unix ms */
+	uint64		next;			/* the node's next id */
+	int64		clock_then_ms;	/* the clock read at least this when the last
+								 * id (or the floor) was issued */
+	bool		restarted;		/* next is the floor found at start-up, and
+								 * nothing was issued since */
+	int64		mark_tick;		/* ids are issued only in ticks below it */
+	int64		max_borrow_ms;	/* how far ahead of the clock a tick may be */
+	int64		tolerance_ms;	/* how far back a clock step is waited out */
+} GenSituation;
+
+typedef struct GenDecision
+{
+	GenOutcome	outcome;
+	int64		tick;			/* GEN_ISSUE, GEN_NEED_MARK: the tick */
+	uint64		first;			/* GEN_ISSUE: the first id to issue */
+	bool		borrowed;		/* GEN_ISSUE: the tick is ahead of the clock */
+	int64		wait_until_ms;	/* GEN_WAIT_*: until the clock reads this */
+	int64		behind_ms;		/* GEN_REFUSE_ROLLBACK: by how much */
+} GenDecision;
+
+extern void GenDecide(const GenSituation *s, GenDecision *d);
+
+/* The tick, node and sequence of a next word (or an id). */
+static inline int64
+GenTickOf(const SnowflakeLayout *layout, uint64 word)
+{
+	return (int64) (word >> SnowflakeTimeShift(layout));
+}
+
+static inline int64
+GenSequenceOf(const SnowflakeLayout *layout, uint64 word)
+{
+	int			shift = layout->sequence_last ? 0 : layout->node_bits;
+
+	return (int64) ((word >> shift) & (uint64) SnowflakeMaxSequence(layout));
+}
+
+/* The word with its time field set to tick and its sequence to 0. */
+static inline uint64
+GenStartOfTick(const SnowflakeLayout *layout, uint64 word, int64 tick)
+{
+	int			node_shift = layout->sequence_last ? layout->sequence_bits : 0;
+	uint64		node_bits = (uint64) SnowflakeMaxNode(layout) << node_shift;
+
+	return ((uint64) tick << SnowflakeTimeShift(layout)) | (word & node_bits);
+}
+
+/* How many ids are left in the tick of first, first included. */
+static inline int64
+GenRoomAt(const SnowflakeLayout *layout, uint64 first)
+{
+	return (int64) SnowflakeMaxSequence(layout) + 1 - GenSequenceOf(layout, first);
+}
+
+/*
+ * The next word once count ids (count <= GenRoomAt) are issued from
+ * first: the id after the last one, or sequence 0 of the following tick
+ * when they use the tick up.
+ */
+static inline uint64
+GenAfter(const SnowflakeLayout *layout, uint64 first, int64 count)
+{
+	if (count == GenRoomAt(layout, first))
+		return GenStartOfTick(layout, first, GenTickOf(layout, first) + 1);
+	return first + (uint64) count * (uint64) SnowflakeSequenceStep(layout);
+}
+
+#endif							/* SNOWFLAKE_DECISION_H */
