@@ -1,8 +1,8 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION snowflake UPDATE TO '0.2.0'" to load this file. \quit
 
--- snowflake_stats() gains mark_waits: the view goes with the function and
--- comes back with the new column.
+-- snowflake_stats() gains backend_mark_writes and mark_waits: the view goes
+-- with the function and comes back with the new columns.
 DROP VIEW snowflake_stats;
 DROP FUNCTION snowflake_stats();
 
@@ -22,6 +22,7 @@ CREATE FUNCTION snowflake_stats(
 	OUT mark_writes bigint,
 	OUT startup_wait_ms bigint,
 	OUT stats_since timestamptz,
+	OUT backend_mark_writes bigint,
 	OUT mark_waits bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'snowflake_stats'

@@ -126,6 +126,7 @@ CREATE FUNCTION snowflake_stats(
 	OUT mark_writes bigint,
 	OUT startup_wait_ms bigint,
 	OUT stats_since timestamptz,
+	OUT backend_mark_writes bigint,
 	OUT mark_waits bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'snowflake_stats'

@@ -299,8 +299,8 @@ Datum
 snowflake_stats(PG_FUNCTION_ARGS)
 {
 	SnowflakeStats stats;
-	Datum		values[14];
-	bool		nulls[14] = {false};
+	Datum		values[15];
+	bool		nulls[15] = {false};
 
 	GeneratorGetStats(&stats);
 
@@ -319,7 +319,8 @@ snowflake_stats(PG_FUNCTION_ARGS)
 	values[10] = Int64GetDatum(stats.mark_writes);
 	values[11] = Int64GetDatum(stats.startup_wait_ms);
 	values[12] = TimestampTzGetDatum(stats.started_at);
-	values[13] = Int64GetDatum(stats.mark_waits);
+	values[13] = Int64GetDatum(stats.backend_mark_writes);
+	values[14] = Int64GetDatum(stats.mark_waits);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(fn_stats_tupdesc(fcinfo, lengthof(values)),
 													  values, nulls)));

@@ -107,6 +107,7 @@ typedef struct GeneratorState
 	pg_atomic_uint32 wanted;	/* a call asks the worker for a mark */
 	ConditionVariable mark_cv;	/* broadcast when a write ends */
 	pg_atomic_uint64 mark_writes;
+	pg_atomic_uint64 backend_mark_writes;	/* of those, by calls */
 	pg_atomic_uint64 mark_waits;
 
 	slock_t		mutex;			/* guards the three fields below */
@@ -393,6 +394,7 @@ GeneratorShmemStartup(void)
 		pg_atomic_init_u32(&gen->wanted, 0);
 		ConditionVariableInit(&gen->mark_cv);
 		pg_atomic_init_u64(&gen->mark_writes, 0);
+		pg_atomic_init_u64(&gen->backend_mark_writes, 0);
 		pg_atomic_init_u64(&gen->mark_waits, 0);
 		SpinLockInit(&gen->mutex);
 		gen->started_at = GetCurrentTimestamp();
@@ -494,10 +496,11 @@ typedef enum GenWriteResult
  * Write a mark reaching snowflake.mark_interval_ms past the clock and past
  * every tick a call waits for, unless another process is writing one: then
  * return at once.  File errors are reported at elevel; the role of writer
- * is given up in every case, and the waiters woken.
+ * is given up in every case, and the waiters woken.  by_call: a call writes
+ * it, not the worker.
  */
 static GenWriteResult
-gen_write_mark(int elevel)
+gen_write_mark(int elevel, bool by_call)
 {
 	static bool exit_callback = false;
 	uint32		none = 0;
@@ -529,6 +532,8 @@ gen_write_mark(int elevel)
 		{
 			gen_publish_mark(m.mark_ms);
 			pg_atomic_fetch_add_u64(&gen->mark_writes, 1);
+			if (by_call)
+				pg_atomic_fetch_add_u64(&gen->backend_mark_writes, 1);
 			result = GEN_WRITE_DONE;
 		}
 	}
@@ -581,7 +586,7 @@ gen_mark_due(void)
 		ereport(LOG,
 				(errmsg("snowflake's background worker is not running: backends write the high-water mark themselves"),
 				 errhint("Check the server log for why it did not start, such as \"max_worker_processes\" being too low.")));
-	(void) gen_write_mark(WARNING);
+	(void) gen_write_mark(WARNING, true);
 }
 
 /*
@@ -598,7 +603,7 @@ gen_await_mark(int64 tick)
 	ConditionVariablePrepareToSleep(&gen->mark_cv);
 	while (tick >= (int64) pg_atomic_read_u64(&gen->mark_tick))
 	{
-		if (gen_write_mark(ERROR) == GEN_WRITE_BUSY)
+		if (gen_write_mark(ERROR, true) == GEN_WRITE_BUSY)
 			(void) ConditionVariableTimedSleep(&gen->mark_cv, 1000,
 											   gen_wait_event(GEN_WAIT_MARK_WRITE));
 	}
@@ -867,7 +872,7 @@ GeneratorMarkWriterTurn(uint64 *seen)
 	}
 	if ((pg_atomic_exchange_u32(&gen->wanted, 0) != 0 ||
 		 (active && (int64) pg_atomic_read_u64(&gen->mark_ms) - GeneratorClockMs() <= interval / 2)) &&
-		gen_write_mark(WARNING) == GEN_WRITE_FAILED)
+		gen_write_mark(WARNING, false) == GEN_WRITE_FAILED)
 		return (long) interval;
 	return (long) Max(interval / 8, 1);
 }
@@ -928,6 +933,7 @@ GeneratorGetStats(SnowflakeStats *stats)
 	stats->last_ms = end_tick >= 0 ? SnowflakeTickStart(layout, end_tick) : 0;
 	stats->mark_ms = (int64) pg_atomic_read_u64(&gen->mark_ms);
 	stats->mark_writes = (int64) pg_atomic_read_u64(&gen->mark_writes);
+	stats->backend_mark_writes = (int64) pg_atomic_read_u64(&gen->backend_mark_writes);
 	stats->mark_waits = (int64) pg_atomic_read_u64(&gen->mark_waits);
 	stats->startup_wait_ms = gen->startup_wait_ms;
 	stats->started_at = gen->started_at;

@@ -50,6 +50,9 @@ typedef struct SnowflakeStats
 	int64		rollbacks_refused;	/* calls refused for a rollback */
 	int64		borrowed_ticks; /* ticks taken ahead of the clock */
 	int64		mark_writes;	/* high-water marks written */
+	int64		backend_mark_writes;	/* of those, written by calls, the
+										 * worker not keeping up or not
+										 * running */
 	int64		mark_waits;		/* calls that waited for a mark write */
 	int64		startup_wait_ms;	/* how far the mark found at start-up was
 									 * ahead of the clock */

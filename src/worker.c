@@ -4,7 +4,8 @@
  *	  The mark writer: a background worker that extends the high-water
  *	  mark ahead of the clock, so that no call waits for a disk.
  *
- * It attaches to shared memory only (no database), starts once recovery is
+ * It connects to no database (shared memory is all it needs; the
+ * connection only lists it in pg_stat_activity), starts once recovery is
  * over (a standby issues no ids and writes no mark), and takes a turn every
  * eighth of snowflake.mark_interval_ms, or as soon as a call wakes it; the
  * generator decides in each turn whether to write (generator.c).  Should it
@@ -34,7 +35,8 @@ WorkerRegister(void)
 	BackgroundWorker worker;
 
 	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	/* connected to no database: only to appear in pg_stat_activity */
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = 1;
 	strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
@@ -58,6 +60,7 @@ SnowflakeMarkWriterMain(Datum arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
 	/* what the nodes were at start: only ids issued from now on need a mark */
 	seen = MemoryContextAlloc(TopMemoryContext, sizeof(uint64) * snowflake_nnodes);
