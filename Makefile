@@ -18,7 +18,7 @@ TEST_CONF = $(CURDIR)/test/snowflake.conf
 REGRESS = layout layouts api errors shards uuidv7 convert
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF)
 
-ISOLATION = concurrent shards_concurrent uuidv7_concurrent
+ISOLATION = concurrent shards_concurrent uuidv7_concurrent convert_race
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_isolation \
 	--temp-config=$(TEST_CONF)
 

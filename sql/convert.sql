@@ -150,6 +150,17 @@ SET ROLE regress_convert_clerk;
 SELECT sfx.snowflake_convert_column('shop.tickets');
 SELECT sfx.snowflake_convert_column('shop.tickets', dry_run => true);
 RESET ROLE;
+-- a real run under a transaction snapshot, which predates its locks; a dry
+-- run works there
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT sfx.snowflake_convert_column('shop.tickets');
+ROLLBACK;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT sfx.snowflake_convert_column('shop.tickets');
+ROLLBACK;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*) AS statements FROM sfx.snowflake_convert_column('shop.tickets', dry_run => true);
+ROLLBACK;
 -- the shared sequence cannot be dropped: another table's default uses it
 SELECT sfx.snowflake_convert_column('shop.invoices', drop_sequence => true);
 -- an identity's sequence used by another table: DROP IDENTITY would drop it
@@ -205,11 +216,29 @@ SELECT count(*) AS changed FROM (
     (SELECT * FROM shape() EXCEPT SELECT * FROM shape_before)
     UNION ALL (SELECT * FROM shape_before EXCEPT SELECT * FROM shape())) s;
 
--- A rehearsal: the real thing, rolled back.
+-- The locks of a dry run: only those of reading the largest id, none of
+-- its own.
+CREATE FUNCTION shop_locks(OUT locked regclass, OUT mode text) RETURNS SETOF record
+LANGUAGE sql AS $$
+    SELECT l.relation::regclass, l.mode
+      FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+     WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation'
+       AND c.relnamespace::regnamespace::text IN ('shop', 'chain')
+       AND c.relkind IN ('r', 'p')
+     ORDER BY l.relation::regclass::text, l.mode
+$$;
+BEGIN;
+SELECT count(*) AS statements FROM sfx.snowflake_convert_column('shop.customers', dry_run => true);
+SELECT * FROM shop_locks();
+ROLLBACK;
+
+-- A rehearsal: the real thing, rolled back.  It holds ACCESS EXCLUSIVE on
+-- every table in the LOCK statement.
 BEGIN;
 SELECT count(*) AS statements FROM sfx.snowflake_convert_column('shop.customers');
 SELECT format_type(atttypid, atttypmod) FROM pg_attribute
  WHERE attrelid = 'shop.badges'::regclass AND attname = 'customer_id';
+SELECT * FROM shop_locks() WHERE mode = 'AccessExclusiveLock';
 ROLLBACK;
 SELECT count(*) AS changed FROM (
     (SELECT * FROM shape() EXCEPT SELECT * FROM shape_before)
@@ -337,6 +366,38 @@ INSERT INTO shop.log_legacy (msg) VALUES ('e') RETURNING id > 1 AS above_old;
 SELECT string_agg(msg, ',' ORDER BY msg) AS msgs, count(*) FILTER (WHERE id < 10) AS old_ids
   FROM shop.log;
 
+-- Every table in the closure is locked, also one whose column is bigint
+-- already and that no statement changes (chain.flags): else a foreign key
+-- could come to reference it, from an integer column, before the
+-- conversion commits.
+CREATE SCHEMA chain;
+CREATE TABLE chain.accounts (id bigserial PRIMARY KEY);
+CREATE TABLE chain.flags (account_id bigint PRIMARY KEY REFERENCES chain.accounts);
+CREATE TABLE chain.flag_notes (account_id integer REFERENCES chain.flags);
+INSERT INTO chain.accounts DEFAULT VALUES;
+SELECT * FROM sfx.snowflake_convert_column('chain.accounts', dry_run => true);
+BEGIN;
+SELECT count(*) AS statements FROM sfx.snowflake_convert_column('chain.accounts');
+SELECT * FROM shop_locks() WHERE mode = 'AccessExclusiveLock';
+ROLLBACK;
+-- So the caller must be allowed to lock it (LOCK TABLE's own refusal),
+-- though not to own it.  (REFERENCES, for flag_notes' foreign key to be
+-- rebuilt, it needed before.)
+CREATE ROLE regress_convert_chain;
+GRANT USAGE ON SCHEMA chain TO regress_convert_chain;
+ALTER TABLE chain.accounts OWNER TO regress_convert_chain;
+ALTER TABLE chain.flag_notes OWNER TO regress_convert_chain;
+GRANT REFERENCES ON chain.flags TO regress_convert_chain;
+SET ROLE regress_convert_chain;
+SELECT sfx.snowflake_convert_column('chain.accounts');
+RESET ROLE;
+GRANT UPDATE ON chain.flags TO regress_convert_chain;
+SET ROLE regress_convert_chain;
+BEGIN;
+SELECT count(*) AS statements FROM sfx.snowflake_convert_column('chain.accounts');
+ROLLBACK;
+RESET ROLE;
+
 -- Names that need quoting, everywhere: tables, columns, sequence, role.
 CREATE ROLE "regress_convert Odd";
 GRANT USAGE ON SCHEMA shop TO "regress_convert Odd";
@@ -386,11 +447,50 @@ SELECT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE oid = 'ledger.jour
 
 -- (quietly: the list of what a cascade drops comes in catalog order)
 SET client_min_messages = warning;
-DROP SCHEMA ledger, shop, evil CASCADE;
+DROP SCHEMA ledger, shop, evil, chain CASCADE;
 RESET client_min_messages;
 DROP ROLE regress_convert_owner, regress_convert_other, regress_convert_clerk,
-    "regress_convert Odd";
+    "regress_convert Odd", regress_convert_chain;
 DROP TABLE ids_before, shape_before;
-DROP FUNCTION all_ids(), shape();
+DROP FUNCTION all_ids(), shape(), shop_locks();
 ALTER EXTENSION snowflake SET SCHEMA public;
 DROP SCHEMA sfx;
+
+-- An update from 0.1.0 gives the conversion's functions of a fresh 0.2.0
+-- install: the same definitions (markings, settings, bodies), privileges
+-- and comments.
+\set regress_db :DBNAME
+CREATE DATABASE regression_convert_fresh;
+CREATE DATABASE regression_convert_updated;
+\c regression_convert_fresh
+CREATE EXTENSION snowflake;
+CREATE VIEW convert_functions AS
+    SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel, p.prosecdef,
+           p.proconfig, p.proacl, pg_get_functiondef(p.oid) AS definition,
+           obj_description(p.oid, 'pg_proc') AS comment
+      FROM pg_proc p
+      JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+      JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'snowflake'
+     WHERE p.proname LIKE '%snowflake\_convert\_%';
+SELECT function, provolatile, proparallel, prosecdef, proconfig, proacl
+  FROM convert_functions ORDER BY function::text;
+SELECT md5(string_agg(format('%s', f), ' ' ORDER BY f.function::text)) AS fresh
+  FROM convert_functions f \gset
+\c regression_convert_updated
+CREATE EXTENSION snowflake VERSION '0.1.0';
+ALTER EXTENSION snowflake UPDATE TO '0.2.0';
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+CREATE VIEW convert_functions AS
+    SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel, p.prosecdef,
+           p.proconfig, p.proacl, pg_get_functiondef(p.oid) AS definition,
+           obj_description(p.oid, 'pg_proc') AS comment
+      FROM pg_proc p
+      JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+      JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'snowflake'
+     WHERE p.proname LIKE '%snowflake\_convert\_%';
+SELECT count(*) AS functions,
+       md5(string_agg(format('%s', f), ' ' ORDER BY f.function::text)) = :'fresh' AS as_fresh
+  FROM convert_functions f;
+\c :regress_db
+DROP DATABASE regression_convert_fresh;
+DROP DATABASE regression_convert_updated;
