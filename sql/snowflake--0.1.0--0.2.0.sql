@@ -371,7 +371,8 @@ BEGIN
 	-- The sequences: identities' (dropped with the identity), those owned
 	-- by the column (serial), those the defaults call.
 	-- (A partition's identity, from PostgreSQL 17 on, is its parent's, and
-	-- goes with it.  Before 17 partitions have none.)
+	-- goes with it: DROP IDENTITY on the parent drops it from every
+	-- partition.  Before 17 partitions have none.)
 	SELECT array_agg(DISTINCT a.attrelid), array_agg(DISTINCT d.objid)
 	  INTO identity_rels, identity_seqs
 	  FROM pg_attribute a
