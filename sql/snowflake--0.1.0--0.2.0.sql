@@ -4,7 +4,8 @@
 -- snowflake_convert_column() locks the table before it reads anything, and
 -- the rest of the foreign-key closure before it decides anything, and is
 -- built from three internal helpers (the closure, the obstacle scan, the
--- statement builder).  The definitions are those of
+-- statement builder); on PostgreSQL 18 it gets around a not-null
+-- constraint of its own on a child table.  The definitions are those of
 -- snowflake--0.2.0.sql, where the comments explain them; the regress test
 -- convert checks that an update from 0.1.0 gives the same functions as a
 -- fresh install.
@@ -156,12 +157,12 @@ BEGIN
 	-- Every statement is built before the first one runs (they read the
 	-- catalogs as they are now).
 	EXECUTE format('SELECT coalesce(array_agg(s.stmt ORDER BY s.n), ''{}'')
-					  FROM %I._snowflake_convert_statements($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+					  FROM %I._snowflake_convert_statements($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 						   WITH ORDINALITY AS s(stmt, n)',
 				   v_nsp)
 	   INTO v_stmts
 	  USING tbl, col, drop_sequence, v_rels, v_atts, v_plan.identity_rels, v_plan.identity_seqs,
-			v_plan.owned_seqs, v_plan.drop_seqs, v_plan.set_default, v_call;
+			v_plan.owned_seqs, v_plan.drop_seqs, v_plan.set_default, v_plan.detach_rels, v_call;
 	FOREACH v_stmt IN ARRAY v_stmts LOOP
 		IF NOT dry_run THEN
 			EXECUTE v_stmt;
@@ -255,6 +256,7 @@ CREATE FUNCTION _snowflake_convert_obstacles(
 	OUT owned_seqs oid[],
 	OUT drop_seqs oid[],
 	OUT set_default boolean,
+	OUT detach_rels oid[],
 	OUT converted boolean)
 RETURNS record
 LANGUAGE plpgsql
@@ -272,6 +274,7 @@ DECLARE
 	v_isid boolean;
 BEGIN
 	converted := false;
+	detach_rels := '{}';
 
 	SELECT a.attnum, a.atttypid, a.attidentity, a.attgenerated, a.attinhcount,
 		   format_type(a.atttypid, a.atttypmod) AS typname
@@ -530,6 +533,73 @@ BEGIN
 							 'Keep the sequence (drop_sequence => false), or make those objects use another one first.'
 						 END;
 	END IF;
+
+	-- PostgreSQL 18 catalogs not-null constraints, and its ALTER COLUMN TYPE
+	-- fails on a partition or child table whose not-null constraint on the
+	-- column is its own (conislocal) as well as inherited, under another
+	-- name than its parent's ("cannot create not-null constraint ..."): it
+	-- re-creates the parent's constraint first, which reaches the child
+	-- under the parent's name, then the child's, under its own.  (Before 18
+	-- there are no such constraints, and this finds nothing.)  A child
+	-- table with one parent, whose inherited columns and constraints are
+	-- all its own as well (a table made alone, then attached with ALTER
+	-- TABLE ... INHERIT), is detached for the change and attached again,
+	-- which leaves the catalogs as they were; for any other, detaching would
+	-- make its inherited columns and constraints its own: refused.
+	FOR v_r IN
+		WITH RECURSIVE tables(relid, attname) AS (
+			SELECT rels[k.n], atts[k.n]
+			  FROM generate_subscripts(rels, 1) AS k(n)
+			 WHERE rels[k.n] = ANY (widen_rels)
+			UNION
+			SELECT i.inhrelid, t.attname FROM pg_inherits i JOIN tables t ON i.inhparent = t.relid
+		),
+		problems AS (
+			SELECT DISTINCT t.relid, t.attname, con.conname, pcon.conname AS parent_conname,
+				   c.relispartition,
+				   (SELECT count(*) FROM pg_inherits i2 WHERE i2.inhrelid = t.relid) = 1
+				   AND NOT EXISTS (SELECT FROM pg_attribute x
+									WHERE x.attrelid = t.relid AND x.attnum > 0 AND NOT x.attisdropped
+									  AND x.attinhcount > 0 AND NOT x.attislocal)
+				   AND NOT EXISTS (SELECT FROM pg_constraint x
+									WHERE x.conrelid = t.relid AND x.coninhcount > 0 AND NOT x.conislocal)
+					 AS detachable
+			  FROM tables t
+			  JOIN pg_class c ON c.oid = t.relid
+			  JOIN pg_attribute a ON a.attrelid = t.relid AND a.attname = t.attname
+			  JOIN pg_constraint con ON con.conrelid = t.relid AND con.contype = 'n'
+									AND con.conkey = ARRAY[a.attnum] AND con.conislocal
+									AND con.coninhcount > 0
+			  JOIN pg_inherits i ON i.inhrelid = t.relid
+			  JOIN pg_attribute pa ON pa.attrelid = i.inhparent AND pa.attname = t.attname
+			  JOIN pg_constraint pcon ON pcon.conrelid = i.inhparent AND pcon.contype = 'n'
+									 AND pcon.conkey = ARRAY[pa.attnum]
+			 WHERE pcon.conname <> con.conname
+		)
+		-- (refusals first)
+		SELECT * FROM problems p
+		 ORDER BY NOT p.relispartition, p.detachable, p.relid::regclass::text, p.attname
+	LOOP
+		IF v_r.relispartition THEN
+			RAISE EXCEPTION 'partition % has a not-null constraint of its own on column "%"',
+							v_r.relid::regclass, v_r.attname
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('Its constraint "%s" is named differently from the parent''s "%s", and PostgreSQL cannot then change the column''s type.',
+									  v_r.conname, v_r.parent_conname),
+					  HINT = 'Detach the partition and attach it again, which leaves it the parent''s constraint only; then convert.';
+		ELSIF NOT v_r.detachable THEN
+			RAISE EXCEPTION 'table % has a not-null constraint of its own on inherited column "%"',
+							v_r.relid::regclass, v_r.attname
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('Its constraint "%s" is named differently from the parent''s "%s", and PostgreSQL cannot then change the column''s type.',
+									  v_r.conname, v_r.parent_conname),
+					  HINT = format('Give the two constraints one name (detach the table with ALTER TABLE ... NO INHERIT, rename its constraint to "%s", attach it again with ALTER TABLE ... INHERIT); then convert.',
+									v_r.parent_conname);
+		END IF;
+		IF v_r.relid <> ALL (detach_rels) THEN
+			detach_rels := detach_rels || v_r.relid;
+		END IF;
+	END LOOP;
 END;
 $obstacles$;
 
@@ -547,6 +617,7 @@ CREATE FUNCTION _snowflake_convert_statements(
 	owned_seqs oid[],
 	drop_seqs oid[],
 	set_default boolean,
+	detach_rels oid[],
 	nextval_call text)
 RETURNS SETOF text
 LANGUAGE plpgsql
@@ -556,6 +627,10 @@ SET search_path = pg_catalog, pg_temp
 AS $statements$
 DECLARE
 	v_r record;
+	v_c record;
+	v_children regclass[] := '{}';	-- the tables detached, in that order,
+	v_parents regclass[] := '{}';	-- ... and their parents
+	v_i integer;
 	v_last bigint;
 	v_called boolean;
 BEGIN
@@ -569,6 +644,17 @@ BEGIN
 	END LOOP;
 
 	FOR v_r IN
+		SELECT c::regclass AS child, i.inhparent::regclass AS parent
+		  FROM unnest(detach_rels) AS c
+		  JOIN pg_inherits i ON i.inhrelid = c
+		 ORDER BY c::regclass::text
+	LOOP
+		v_children := v_children || v_r.child;
+		v_parents := v_parents || v_r.parent;
+		RETURN NEXT format('ALTER TABLE %s NO INHERIT %s', v_r.child, v_r.parent);
+	END LOOP;
+
+	FOR v_r IN
 		SELECT rels[k.n] AS relid,
 			   string_agg(format('ALTER COLUMN %I TYPE bigint', atts[k.n]), ', ' ORDER BY k.n) AS cols
 		  FROM generate_subscripts(rels, 1) AS k(n)
@@ -578,6 +664,23 @@ BEGIN
 		 ORDER BY min(k.n)
 	LOOP
 		RETURN NEXT format('ALTER TABLE %s %s', v_r.relid::regclass, v_r.cols);
+		FOR v_c IN
+			WITH RECURSIVE tree(relid) AS (
+				SELECT v_r.relid
+				UNION
+				SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.relid
+			)
+			SELECT t.relid::regclass AS rel
+			  FROM tree t
+			 WHERE t.relid = ANY (detach_rels)
+			 ORDER BY t.relid::regclass::text
+		LOOP
+			RETURN NEXT format('ALTER TABLE %s %s', v_c.rel, v_r.cols);
+		END LOOP;
+	END LOOP;
+
+	FOR v_i IN REVERSE cardinality(v_children) .. 1 LOOP
+		RETURN NEXT format('ALTER TABLE %s INHERIT %s', v_children[v_i], v_parents[v_i]);
 	END LOOP;
 
 	IF set_default OR cardinality(identity_rels) > 0 THEN
@@ -622,5 +725,5 @@ BEGIN
 END;
 $statements$;
 
-COMMENT ON FUNCTION _snowflake_convert_statements(regclass, name, boolean, oid[], name[], oid[], oid[], oid[], oid[], boolean, text) IS
+COMMENT ON FUNCTION _snowflake_convert_statements(regclass, name, boolean, oid[], name[], oid[], oid[], oid[], oid[], boolean, oid[], text) IS
 'internal to snowflake_convert_column(): the statements of a conversion, in order';
