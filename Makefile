@@ -19,7 +19,8 @@ TEST_CONF = $(CURDIR)/test/snowflake.conf
 REGRESS = layout layouts api errors shards uuidv7 convert
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF)
 
-ISOLATION = concurrent shards_concurrent uuidv7_concurrent many_sessions
+ISOLATION = concurrent shards_concurrent uuidv7_concurrent many_sessions \
+	convert_race
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_isolation \
 	--temp-config=$(TEST_CONF)
 
