@@ -1,0 +1,10 @@
+#!/usr/bin/env python3
+"""Django's command-line utility for this example: python3 manage.py test"""
+import os
+import sys
+
+if __name__ == "__main__":
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)
