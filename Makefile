@@ -17,7 +17,8 @@ endif
 TEST_CONF = $(CURDIR)/test/snowflake.conf
 
 REGRESS = layout layouts api errors shards uuidv7 convert
-REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF)
+# UTF-8, so that messages are converted for clients of other encodings
+REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF) --encoding=UTF8
 
 ISOLATION = concurrent shards_concurrent uuidv7_concurrent many_sessions \
 	convert_race

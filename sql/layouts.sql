@@ -101,11 +101,24 @@ DECLARE
 	spec text;
 	accepted int := 0;
 	refused int := 0;
+	wide int := 0;
 	again text;
+	info record;
+	total int;
+	node int;
+	seq int;
 BEGIN
 	PERFORM setseed(0.42);
 	FOR i IN 1..20000 LOOP
-		IF random() < 0.5 THEN
+		IF random() < 0.2 THEN
+			-- the widest fields the parser accepts, and one bit more
+			total := 63 + floor(random() * 2)::int;
+			node := 1 + floor(random() * 32)::int;
+			seq := 1 + floor(random() * 32)::int;
+			spec := 'time:' || (total - node - seq) || ' worker:' || node ||
+				' sequence:' || seq || ' tick:' ||
+				CASE WHEN random() < 0.5 THEN 1 ELSE 1 + floor(random() * 3600000)::int END || 'ms';
+		ELSIF random() < 0.5 THEN
 			-- soup of the grammar's pieces
 			spec := '';
 			FOR j IN 1..(1 + floor(random() * 7))::int LOOP
@@ -128,15 +141,28 @@ BEGIN
 			END IF;
 		END IF;
 		BEGIN
-			SELECT specification INTO again FROM snowflake_layout_info(spec);
+			SELECT * INTO info FROM snowflake_layout_info(spec);
+			again := info.specification;
 			IF (SELECT specification FROM snowflake_layout_info(again)) <> again THEN
 				RAISE EXCEPTION 'specification % does not read back as itself', again;
+			END IF;
+			-- the counts of the widest ones fit, and the last tick decodes
+			IF info.ids_per_tick <> 2::numeric ^ info.sequence_bits OR
+			   info.nodes <> 2::numeric ^ info.node_bits OR
+			   (SELECT d.created_at FROM snowflake_decode(
+					snowflake_from_timestamp(info.ends_at, again), again) d) >
+			   info.ends_at THEN
+				RAISE EXCEPTION 'layout % counts or decodes wrong', again;
+			END IF;
+			IF info.sequence_bits > 14 OR info.node_bits > 14 THEN
+				wide := wide + 1;
 			END IF;
 			accepted := accepted + 1;
 		EXCEPTION WHEN invalid_parameter_value THEN
 			refused := refused + 1;
 		END;
 	END LOOP;
-	RAISE NOTICE 'fuzz: over 100 accepted: %, over 10000 refused: %, nothing else', accepted > 100, refused > 10000;
+	RAISE NOTICE 'fuzz: over 100 accepted: %, over 100 of them with fields wider than 14 bits: %, over 10000 refused: %, nothing else',
+		accepted > 100, wide > 100, refused > 10000;
 END
 $$;

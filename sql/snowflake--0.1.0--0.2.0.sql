@@ -34,6 +34,12 @@ COMMENT ON FUNCTION snowflake_stats() IS
 CREATE VIEW snowflake_stats AS
 	SELECT * FROM snowflake_stats();
 
+-- As pg_stat_statements does: any role may read the counters.  Functions
+-- are executable by PUBLIC unless revoked: the generators (a column's
+-- DEFAULT runs as whoever inserts), the decoders and snowflake_stats()
+-- change nothing another role owns.
+GRANT SELECT ON snowflake_stats TO PUBLIC;
+
 COMMENT ON VIEW snowflake_stats IS
 'state and counters of the server''s Snowflake generator';
 

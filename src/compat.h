@@ -64,6 +64,13 @@ extern void _PG_init(void);
 #define SNOWFLAKE_WAIT_EVENT_HEADER "pgstat.h"
 #endif
 
+/* GetLatestXTime() moved to a header of its own in 15 */
+#if PG_VERSION_NUM >= 150000
+#define SNOWFLAKE_XLOG_RECOVERY_HEADER "access/xlogrecovery.h"
+#else
+#define SNOWFLAKE_XLOG_RECOVERY_HEADER "access/xlog.h"
+#endif
+
 /*
  * 17 lets an extension name its wait events in pg_stat_activity; before,
  * they all show as "Extension".

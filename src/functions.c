@@ -45,13 +45,21 @@ static const SnowflakeLayout *
 fn_layout(FunctionCallInfo fcinfo, int argno, SnowflakeLayout *buffer)
 {
 	char	   *spec;
-	char		problem[256];
+	char	   *problem;
 
 	if (PG_NARGS() <= argno)
+	{
+		/* the settings of a server without the preload can change on reload */
+		problem = SnowflakeLayoutProblem(&snowflake_layout);
+		if (problem != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("\"snowflake.layout\" and \"snowflake.epoch\" do not make a valid layout"),
+					 errdetail_internal("%s", problem)));
 		return &snowflake_layout;
+	}
 	spec = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	if (!SnowflakeParseLayout(spec, SNOWFLAKE_DEFAULT_EPOCH_MS, buffer,
-							  problem, sizeof(problem)))
+	if (!SnowflakeParseLayout(spec, SNOWFLAKE_DEFAULT_EPOCH_MS, buffer, &problem))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid snowflake layout \"%s\"", spec),
@@ -98,7 +106,7 @@ snowflake_nextval(PG_FUNCTION_ARGS)
 {
 	int64		reserved;
 
-	PG_RETURN_INT64(GeneratorReserve(-1, 1, &reserved));
+	PG_RETURN_INT64(GeneratorReserve(-1, 1, true, "snowflake_nextval()", &reserved));
 }
 
 /* An id of a logical shard (Instagram's pattern) listed in snowflake.shards */
@@ -112,14 +120,19 @@ snowflake_nextval_shard(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("shard must not be negative")));
-	PG_RETURN_INT64(GeneratorReserve(shard, 1, &reserved));
+	PG_RETURN_INT64(GeneratorReserve(shard, 1, true, "snowflake_nextval(integer)", &reserved));
 }
 
 /*
- * Returns n ids, reserving them a tick's worth at a time: one lock
- * acquisition per block of ids rather than one per id.  Rows are streamed,
- * so memory does not grow with n, and ids a caller never fetches (LIMIT)
- * are never reserved.
+ * Returns n ids, reserving them a tick's worth at a time: one
+ * compare-and-swap per block of ids rather than one per id.  Rows are
+ * streamed, so memory does not grow with n.  A block is reserved whole when
+ * its first row is fetched: a LIMIT stops the reservations after the block
+ * it ends in (batch(4000) LIMIT 1 reserves up to 4000 ids; ids not returned
+ * are never issued by anyone).  A batch never borrows ticks ahead of the
+ * clock: it waits for the next tick instead, so that one caller cannot push
+ * the generator up to snowflake.max_borrow_ms ahead and make every other
+ * caller wait for the clock.
  */
 Datum
 snowflake_nextval_batch(PG_FUNCTION_ARGS)
@@ -150,7 +163,9 @@ snowflake_nextval_batch(PG_FUNCTION_ARGS)
 		SRF_RETURN_DONE(funcctx);
 
 	if (state->in_block == 0)
-		state->next_id = GeneratorReserve(-1, state->remaining, &state->in_block);
+		state->next_id = GeneratorReserve(-1, state->remaining, false,
+										  "snowflake_nextval_batch(integer)",
+										  &state->in_block);
 	id = state->next_id;
 	state->next_id += state->step;
 	state->in_block--;
@@ -224,8 +239,11 @@ snowflake_timestamp(PG_FUNCTION_ARGS)
 	int64		id = PG_GETARG_INT64(0);
 	SnowflakeFields fields;
 
-	fn_check_id(&snowflake_layout, id);
-	SnowflakeDecompose(&snowflake_layout, id, &fields);
+	SnowflakeLayout buffer;
+	const SnowflakeLayout *layout = fn_layout(fcinfo, 1, &buffer);
+
+	fn_check_id(layout, id);
+	SnowflakeDecompose(layout, id, &fields);
 	PG_RETURN_TIMESTAMPTZ(SnowflakeMsToTimestamptz(fields.unix_ms));
 }
 

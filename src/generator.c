@@ -39,6 +39,7 @@
 
 #include <time.h>
 
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
@@ -51,6 +52,7 @@
 
 #include "compat.h"
 #include SNOWFLAKE_WAIT_EVENT_HEADER
+#include SNOWFLAKE_XLOG_RECOVERY_HEADER
 #include "decision.h"
 #include "mark.h"
 #include "snowflake.h"
@@ -75,8 +77,10 @@ typedef struct GenNode
 	LWLock	   *lock;
 	uint64		slow_next;		/* next as the slow path last set it */
 	int64		slow_clock_ms;	/* and the clock it read then */
-	uint64		floor;			/* next as start-up set it from the mark */
+	uint64		floor;			/* next as start-up (or the end of recovery)
+								 * set it */
 	bool		has_floor;
+	int64		floor_ms;		/* the mark that floor came from */
 	int64		sequence_waits;
 	int64		rollbacks_waited;
 	int64		rollbacks_refused;
@@ -115,13 +119,20 @@ typedef struct GeneratorState
 	int			worker_pid;
 	bool		logged_no_worker;
 
+	/* set once recovery is over and every node's floor raised past it */
+	pg_atomic_uint32 recovery_floor_done;
+
 	/* set at start-up, read-only afterwards */
-	int64		last_ms_floor;	/* the mark found at start-up, 0 if none */
 	int64		startup_wait_ms;
 	GeneratorProblem problem;
-	SnowflakeMark loaded;		/* the mark found at start-up */
-	char		problem_detail[256];
+	MarkProblemInfo mark_problem;	/* PROBLEM_MARK_INVALID */
+	SnowflakeLayout loaded_layout;	/* PROBLEM_LAYOUT_CHANGED: of the file */
+	int64		loaded_mark_ms; /* and its highest mark */
 	TimestampTz started_at;
+
+	/* marks of node values this server no longer issues for, kept */
+	int			nretained;
+	SnowflakeMarkEntry retained[SNOWFLAKE_MARK_MAX_RETAINED];
 } GeneratorState;
 
 static GeneratorState *gen = NULL;
@@ -209,13 +220,13 @@ gen_mark_tick(int64 unix_ms)
  * mark before any call gets there.
  */
 static void
-gen_publish_mark(int64 mark_ms)
+gen_publish_mark(int64 mark_ms, bool open_fast_path)
 {
 	pg_atomic_write_u64(&gen->mark_ms, (uint64) mark_ms);
 	pg_atomic_write_u64(&gen->mark_tick, (uint64) gen_mark_tick(mark_ms));
 	pg_write_barrier();
 	pg_atomic_write_u64(&gen->fast_limit_tick,
-						gen->problem != PROBLEM_NONE ? 0 :
+						gen->problem != PROBLEM_NONE || !open_fast_path ? 0 :
 						(uint64) gen_mark_tick(mark_ms - snowflake_mark_interval_ms / 4));
 }
 
@@ -254,12 +265,11 @@ gen_advance(GenNode *node, uint64 *old, uint64 after, int64 count)
  * every id the mark's own layout issued below it?
  */
 static bool
-gen_layout_follows(const SnowflakeMark *m)
+gen_layout_follows(const SnowflakeLayout *old, int64 mark_ms)
 {
-	const SnowflakeLayout *old = &m->layout;
 	const SnowflakeLayout *new = &snowflake_layout;
-	int64		old_last = gen_first_tick_at(old, m->mark_ms) - 1;
-	int64		new_first = gen_first_tick_at(new, m->mark_ms);
+	int64		old_last = gen_first_tick_at(old, mark_ms) - 1;
+	int64		new_first = gen_first_tick_at(new, mark_ms);
 
 	if (old_last < 0)
 		return true;			/* nothing was issued under the old one */
@@ -271,6 +281,63 @@ gen_layout_follows(const SnowflakeMark *m)
 						 SnowflakeMaxSequence(old));
 }
 
+static int
+gen_entry_cmp(const void *a, const void *b)
+{
+	int32		x = ((const SnowflakeMarkEntry *) a)->node;
+	int32		y = ((const SnowflakeMarkEntry *) b)->node;
+
+	return (x > y) - (x < y);
+}
+
+/* The index of a node value in snowflake_nodes, or -1. */
+static int
+gen_node_index(int32 node_value)
+{
+	int			low = 0;
+	int			high = snowflake_nnodes - 1;
+
+	while (low <= high)
+	{
+		int			mid = (low + high) / 2;
+
+		if (snowflake_nodes[mid] == node_value)
+			return mid;
+		if (snowflake_nodes[mid] < node_value)
+			low = mid + 1;
+		else
+			high = mid - 1;
+	}
+	return -1;
+}
+
+/* Set a node's floor: it issues from the first tick at or after floor_ms. */
+static void
+gen_set_floor(GenNode *node, int64 floor_ms, int64 clock_then_ms)
+{
+	uint64		old = pg_atomic_read_u64(&node->next);
+	uint64		floor = GenStartOfTick(&snowflake_layout, old, gen_mark_tick(floor_ms));
+
+	while (old < floor && !gen_advance(node, &old, floor, 0))
+		;
+	if (old >= floor)
+		return;					/* it issues above the floor already */
+	node->floor = node->slow_next = floor;
+	node->has_floor = true;
+	node->floor_ms = floor_ms;
+	node->slow_clock_ms = clock_then_ms;
+}
+
+/* The entry of node value in a mark, or NULL. */
+static const SnowflakeMarkEntry *
+gen_mark_entry(const SnowflakeMark *m, int32 node_value)
+{
+	for (int i = 0; i < m->nentries; i++)
+		if (m->entries[i].node == node_value || m->entries[i].node == -1)
+			return &m->entries[i];
+	return NULL;
+}
+
 /*
  * Set up the state from the mark on disk.  Runs in the postmaster (at
  * start-up and after a crash), so nothing here may throw: problems are
@@ -279,97 +346,144 @@ gen_layout_follows(const SnowflakeMark *m)
 static void
 gen_load_mark(void)
 {
-	SnowflakeMark *m = &gen->loaded;
+	SnowflakeMark m;
 	int64		now = GeneratorClockMs();
-	int64		floor_tick;
+	int64		highest = 0;
+	bool		worker_covered = false;
 
-	switch (MarkLoad(m, gen->problem_detail, sizeof(gen->problem_detail)))
+	if (!MarkLoad(&m, &gen->mark_problem))
 	{
-		case MARK_ABSENT:
+		if (gen->mark_problem.problem == MARK_ABSENT)
 			return;
-		case MARK_INVALID:
-			gen->problem = PROBLEM_MARK_INVALID;
-			ereport(WARNING,
-					(errmsg("snowflake ids cannot be issued: the high-water mark file \"%s\" is invalid",
-							SNOWFLAKE_MARK_FILE),
-					 errdetail_internal("%s", gen->problem_detail)));
-			return;
-		case MARK_LOADED:
-			break;
-	}
-
-	/*
-	 * A data directory copied to another server (a standby made by
-	 * pg_basebackup) carries the mark of the worker it was copied from,
-	 * which says nothing about this worker's ids.
-	 */
-	if (m->worker_id != snowflake_worker_id)
-	{
-		ereport(LOG,
-				(errmsg("ignoring the snowflake high-water mark of worker id %d; this server is worker id %d",
-						m->worker_id, snowflake_worker_id)));
+		gen->problem = PROBLEM_MARK_INVALID;
+		ereport(WARNING,
+				(errmsg("snowflake ids cannot be issued: the high-water mark file \"%s\" is invalid",
+						SNOWFLAKE_MARK_FILE),
+				 errdetail_internal("%s", MarkDescribeProblem(&gen->mark_problem))));
 		return;
 	}
 
-	if (!gen_layout_follows(m))
+	for (int i = 0; i < m.nentries; i++)
+		highest = Max(highest, m.entries[i].mark_ms);
+	if (!gen_layout_follows(&m.layout, highest))
 	{
 		gen->problem = PROBLEM_LAYOUT_CHANGED;
+		gen->loaded_layout = m.layout;
+		gen->loaded_mark_ms = highest;
 		ereport(WARNING,
 				(errmsg("snowflake ids cannot be issued: under the configured layout and epoch they would sort below the ids already issued")));
 		return;
 	}
 
 	/*
-	 * Every earlier id lies below the mark: issue from the mark on.  The
-	 * clock read written_ms when the mark was written; behind that by more
-	 * than the tolerance it has moved backwards, but the reserve the mark
-	 * held ahead of it (after a crash) is merely waited out.
+	 * Every earlier id of a node lies below its mark: issue from there on.
+	 * The clock read written_ms when the mark was written; behind that by
+	 * more than the tolerance it has moved backwards, but the reserve the
+	 * mark held ahead of it (after a crash) is merely waited out.
 	 */
-	floor_tick = gen_mark_tick(m->mark_ms);
 	for (int i = 0; i < snowflake_nnodes; i++)
 	{
-		GenNode    *node = gen_node(i);
-		uint64		floor = GenStartOfTick(&snowflake_layout,
-										   (uint64) SnowflakeCompose(&snowflake_layout, 0,
-																	 snowflake_nodes[i], 0),
-										   floor_tick);
+		const SnowflakeMarkEntry *e = gen_mark_entry(&m, snowflake_nodes[i]);
 
-		pg_atomic_write_u64(&node->next, floor);
-		node->floor = node->slow_next = floor;
-		node->has_floor = true;
-		node->slow_clock_ms = Min(m->written_ms, m->mark_ms);
+		if (e == NULL)
+			continue;
+		gen_set_floor(gen_node(i), e->mark_ms, Min(m.written_ms, e->mark_ms));
+		gen->startup_wait_ms = Max(gen->startup_wait_ms, e->mark_ms - now);
+		if (i == snowflake_worker_index)
+			worker_covered = true;
 	}
-	gen_publish_mark(m->mark_ms);
-	gen->last_ms_floor = m->mark_ms;
-	gen->startup_wait_ms = Max(0, m->mark_ms - now);
+	if (!worker_covered)
+		ereport(LOG,
+				(errmsg("the snowflake high-water mark has no entry for worker id %d: its ids start from the clock",
+						snowflake_worker_id)));
+
+	/* the node values this server no longer issues for keep their marks */
+	for (int i = 0; i < m.nentries; i++)
+	{
+		int			k = gen->nretained;
+
+		if (m.entries[i].node < 0 || gen_node_index(m.entries[i].node) >= 0)
+			continue;
+		if (k == SNOWFLAKE_MARK_MAX_RETAINED)
+		{
+			/* full: the oldest mark gives way */
+			k = 0;
+			for (int j = 1; j < gen->nretained; j++)
+				if (gen->retained[j].mark_ms < gen->retained[k].mark_ms)
+					k = j;
+			if (gen->retained[k].mark_ms >= m.entries[i].mark_ms)
+				continue;
+		}
+		else
+			gen->nretained++;
+		gen->retained[k] = m.entries[i];
+	}
+
+	/*
+	 * Calls take the slow path until a mark is written: that is where they
+	 * refuse during recovery, and raise the floors once it is over.
+	 */
+	gen_publish_mark(highest, false);
 }
 
-/* Write the exact last tick at a clean shutdown of the postmaster. */
+/*
+ * The entries of a mark: every node of this server at node_mark_ms (or
+ * each at its own, from mark_of), and the retained ones at theirs,
+ * ascending by node.  palloc'd.
+ */
+static void
+gen_mark_entries(SnowflakeMark *m, int64 node_mark_ms, int64 (*mark_of) (int index))
+{
+	int			n = 0;
+	int			r = 0;
+	SnowflakeMarkEntry *retained = palloc(sizeof(SnowflakeMarkEntry) * (gen->nretained + 1));
+
+	memcpy(retained, gen->retained, sizeof(SnowflakeMarkEntry) * gen->nretained);
+	qsort(retained, gen->nretained, sizeof(SnowflakeMarkEntry), gen_entry_cmp);
+	m->entries = palloc(sizeof(SnowflakeMarkEntry) * (snowflake_nnodes + gen->nretained));
+	for (int i = 0; i < snowflake_nnodes; i++)
+	{
+		while (r < gen->nretained && retained[r].node < snowflake_nodes[i])
+			m->entries[n++] = retained[r++];
+		m->entries[n].node = snowflake_nodes[i];
+		m->entries[n++].mark_ms = mark_of ? mark_of(i) : node_mark_ms;
+	}
+	while (r < gen->nretained)
+		m->entries[n++] = retained[r++];
+	m->nentries = n;
+	pfree(retained);
+}
+
+/* Every id of node index lies below the start of next's tick, or the next. */
+static int64
+gen_exact_mark(int index)
+{
+	const SnowflakeLayout *layout = &snowflake_layout;
+	GenNode    *node = gen_node(index);
+	uint64		next = pg_atomic_read_u64(&node->next);
+	int64		end = GenTickOf(layout, next) + (GenSequenceOf(layout, next) > 0 ? 1 : 0);
+
+	return Max(node->has_floor ? node->floor_ms : 0, SnowflakeTickStart(layout, end));
+}
+
+/* Write the exact last tick of each node at a clean shutdown of the postmaster. */
 static void
 gen_shmem_shutdown(int code, Datum arg)
 {
-	const SnowflakeLayout *layout = &snowflake_layout;
 	SnowflakeMark m;
 
-	/* after a crash the state in shared memory cannot be trusted */
+	/*
+	 * After a crash the state in shared memory cannot be trusted; with no
+	 * mark written, nothing was issued (a standby never writes one).
+	 */
 	if (code != 0 || gen == NULL || gen->problem != PROBLEM_NONE ||
 		pg_atomic_read_u64(&gen->mark_writes) == 0)
 		return;
 
-	/* every id lies below the start of next's tick, or of the one after */
-	m.mark_ms = gen->last_ms_floor;
-	for (int i = 0; i < snowflake_nnodes; i++)
-	{
-		uint64		next = pg_atomic_read_u64(&gen_node(i)->next);
-		int64		end = GenTickOf(layout, next) +
-			(GenSequenceOf(layout, next) > 0 ? 1 : 0);
-
-		m.mark_ms = Max(m.mark_ms, SnowflakeTickStart(layout, end));
-	}
 	m.written_ms = GeneratorClockMs();
 	m.clean = true;
-	m.worker_id = snowflake_worker_id;
-	m.layout = *layout;
+	m.layout = snowflake_layout;
+	gen_mark_entries(&m, 0, gen_exact_mark);
 	(void) MarkWrite(&m, LOG);
 }
 
@@ -485,6 +599,41 @@ gen_writer_exit(int code, Datum arg)
 		ConditionVariableBroadcast(&gen->mark_cv);
 }
 
+/*
+ * Once recovery is over, and before any id is issued or the common path
+ * opened: raise every node's floor past what the WAL replayed says the
+ * server issued, and say that it is done.  A promoted standby has only the
+ * mark of its base backup; the primary it follows committed ids up to its
+ * last transaction, whose commit time the standby replayed, and may have
+ * borrowed up to snowflake.max_borrow_ms ahead of that.  What the standby
+ * never received it cannot know.  Harmless after crash recovery, or with
+ * no recovery at all (no transaction replayed).
+ */
+static void
+gen_end_recovery(void)
+{
+	TimestampTz latest;
+
+	if (likely(pg_atomic_read_u32(&gen->recovery_floor_done) != 0))
+		return;
+	latest = GetLatestXTime();
+	if (latest != 0)
+	{
+		int64		commit_ms = SnowflakeTimestamptzToMs(latest);
+		int64		floor_ms = commit_ms + 1 + snowflake_max_borrow_ms;
+
+		for (int i = 0; i < snowflake_nnodes; i++)
+		{
+			GenNode    *node = gen_node(i);
+
+			LWLockAcquire(node->lock, LW_EXCLUSIVE);
+			gen_set_floor(node, floor_ms, commit_ms);
+			LWLockRelease(node->lock);
+		}
+	}
+	pg_atomic_write_u32(&gen->recovery_floor_done, 1);
+}
+
 typedef enum GenWriteResult
 {
 	GEN_WRITE_BUSY,				/* another process is writing */
@@ -506,6 +655,10 @@ gen_write_mark(int elevel, bool by_call)
 	uint32		none = 0;
 	volatile GenWriteResult result = GEN_WRITE_FAILED;
 
+	/* a standby issues no ids, and writes no mark */
+	if (RecoveryInProgress())
+		return GEN_WRITE_FAILED;
+	gen_end_recovery();
 	if (!pg_atomic_compare_exchange_u32(&gen->writer, &none, (uint32) MyProcPid))
 		return GEN_WRITE_BUSY;
 	if (!exit_callback)
@@ -519,23 +672,25 @@ gen_write_mark(int elevel, bool by_call)
 		const SnowflakeLayout *layout = &snowflake_layout;
 		SnowflakeMark m;
 		int64		need = (int64) pg_atomic_read_u64(&gen->need_tick);
+		int64		mark_ms;
 
 		/* never below the mark in force: ids may have been issued up to it */
 		m.written_ms = GeneratorClockMs();
-		m.mark_ms = Max(m.written_ms + snowflake_mark_interval_ms,
-						SnowflakeTickStart(layout, need + 1));
-		m.mark_ms = Max(m.mark_ms, (int64) pg_atomic_read_u64(&gen->mark_ms));
+		mark_ms = Max(m.written_ms + snowflake_mark_interval_ms,
+					  SnowflakeTickStart(layout, need + 1));
+		mark_ms = Max(mark_ms, (int64) pg_atomic_read_u64(&gen->mark_ms));
 		m.clean = false;
-		m.worker_id = snowflake_worker_id;
 		m.layout = *layout;
+		gen_mark_entries(&m, mark_ms, NULL);
 		if (MarkWrite(&m, elevel))
 		{
-			gen_publish_mark(m.mark_ms);
+			gen_publish_mark(mark_ms, true);
 			pg_atomic_fetch_add_u64(&gen->mark_writes, 1);
 			if (by_call)
 				pg_atomic_fetch_add_u64(&gen->backend_mark_writes, 1);
 			result = GEN_WRITE_DONE;
 		}
+		pfree(m.entries);
 	}
 	PG_FINALLY();
 	{
@@ -613,21 +768,21 @@ gen_await_mark(int64 tick)
 static void
 gen_report_problem(void)
 {
-	const SnowflakeMark *m = &gen->loaded;
+	const SnowflakeLayout *old = &gen->loaded_layout;
 
 	if (gen->problem == PROBLEM_MARK_INVALID)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("high-water mark file \"%s\" is invalid", SNOWFLAKE_MARK_FILE),
-				 errdetail_internal("%s", gen->problem_detail),
+				 errdetail_internal("%s", MarkDescribeProblem(&gen->mark_problem)),
 				 errhint("Without the mark, ids could repeat ids issued before. Once the clock is past every id this server can have issued (past the file's modification time plus \"snowflake.mark_interval_ms\", and past snowflake_timestamp(max(id)) over its tables), remove the file from the data directory and restart the server.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("under the configured layout and epoch, ids would sort below the ids already issued"),
 			 errdetail("Ids were issued up to %s with %d bits of time in ticks of %d ms since %s, %d of node and %d of sequence; the configured layout is \"%s\" (%s).",
-					   SnowflakeFormatMs(m->mark_ms), m->layout.time_bits,
-					   m->layout.tick_ms, SnowflakeFormatMs(m->layout.epoch_ms),
-					   m->layout.node_bits, m->layout.sequence_bits,
+					   SnowflakeFormatMs(gen->loaded_mark_ms), old->time_bits,
+					   old->tick_ms, SnowflakeFormatMs(old->epoch_ms),
+					   old->node_bits, old->sequence_bits,
 					   snowflake_layout.name, SnowflakeLayoutSpec(&snowflake_layout)),
 			 errhint("Go back to the earlier \"snowflake.layout\" and \"snowflake.epoch\", or remove the file \"%s\" from the data directory if new ids may sort below the old ones.",
 					 SNOWFLAKE_MARK_FILE)));
@@ -647,17 +802,17 @@ gen_report_out_of_range(int64 now)
 }
 
 static void
-gen_report_rollback(int64 now, int64 clock_then, bool restarted)
+gen_report_rollback(int64 now, int64 clock_then, int64 floor_ms, bool restarted)
 {
 	if (restarted)
 		ereport(ERROR,
 				(errcode(ERRCODE_SNOWFLAKE_CLOCK_ROLLBACK),
 				 errmsg("clock is " INT64_FORMAT " ms behind the high-water mark",
-						gen->last_ms_floor - now),
-				 errdetail("Before the server started, ids were issued up to %s; the clock reads %s and will pass that at %s of its time.",
-						   SnowflakeFormatMs(gen->last_ms_floor - 1),
+						floor_ms - now),
+				 errdetail("Before the server started (or took over from a primary), ids were issued up to %s; the clock reads %s and will pass that at %s of its time.",
+						   SnowflakeFormatMs(floor_ms - 1),
 						   SnowflakeFormatMs(now),
-						   SnowflakeFormatMs(gen->last_ms_floor)),
+						   SnowflakeFormatMs(floor_ms)),
 				 errhint("Ids are issued again once the clock passes the mark; check the server's time synchronisation.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_SNOWFLAKE_CLOCK_ROLLBACK),
@@ -673,29 +828,16 @@ gen_report_rollback(int64 now, int64 clock_then, bool restarted)
 static GenNode *
 gen_node_of(int32 node_value)
 {
-	int			low = 0;
-	int			high = snowflake_nnodes - 1;
+	int			index = node_value < 0 ? snowflake_worker_index : gen_node_index(node_value);
 
-	if (node_value < 0)
-		return gen_node(snowflake_worker_index);
-	while (low <= high)
-	{
-		int			mid = (low + high) / 2;
-
-		if (snowflake_nodes[mid] == node_value)
-			return gen_node(mid);
-		if (snowflake_nodes[mid] < node_value)
-			low = mid + 1;
-		else
-			high = mid - 1;
-	}
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("this server does not issue ids for shard %d", node_value),
-			 errdetail("It issues ids for worker id %d and for the shards in \"snowflake.shards\" (%s).",
-					   snowflake_worker_id, snowflake_shards),
-			 errhint("Add the shard to \"snowflake.shards\" on one server only, and restart it.")));
-	return NULL;				/* keep the compiler quiet */
+	if (index < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("this server does not issue ids for shard %d", node_value),
+				 errdetail("It issues ids for worker id %d and for the shards in \"snowflake.shards\" (%s).",
+						   snowflake_worker_id, snowflake_shards),
+				 errhint("Add the shard to \"snowflake.shards\" on one server only, and restart it.")));
+	return gen_node(index);
 }
 
 /*
@@ -736,10 +878,22 @@ gen_reserve_fast(GenNode *node, int64 count, uint64 *first, int64 *reserved)
  * the lock and start over.
  */
 static uint64
-gen_reserve_slow(GenNode *node, int64 count, int64 *reserved)
+gen_reserve_slow(GenNode *node, int64 count, bool may_borrow, const char *caller,
+				 int64 *reserved)
 {
 	const SnowflakeLayout *layout = &snowflake_layout;
 	bool		counted_rollback = false;
+
+	/*
+	 * A standby has the primary's configuration, worker id included: the
+	 * ids it would issue are the primary's.  As nextval() does, refuse.
+	 */
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute %s during recovery", caller),
+				 errhint("Snowflake ids are issued by the primary: call %s there.", caller)));
+	gen_end_recovery();
 
 	for (;;)
 	{
@@ -769,7 +923,7 @@ gen_reserve_slow(GenNode *node, int64 count, int64 *reserved)
 		s.clock_then_ms = s.next == node->slow_next ? node->slow_clock_ms :
 			SnowflakeTickStart(layout, last_tick);
 		s.mark_tick = (int64) pg_atomic_read_u64(&gen->mark_tick);
-		s.max_borrow_ms = snowflake_max_borrow_ms;
+		s.max_borrow_ms = may_borrow ? snowflake_max_borrow_ms : 0;
 		s.tolerance_ms = snowflake_rollback_tolerance_ms;
 		GenDecide(&s, &d);
 
@@ -813,7 +967,7 @@ gen_reserve_slow(GenNode *node, int64 count, int64 *reserved)
 				/* the state stays as it was */
 				node->rollbacks_refused++;
 				LWLockRelease(node->lock);
-				gen_report_rollback(s.now_ms, s.clock_then_ms, s.restarted);
+				gen_report_rollback(s.now_ms, s.clock_then_ms, node->floor_ms, s.restarted);
 				break;			/* not reached */
 			case GEN_REFUSE_RANGE:
 				LWLockRelease(node->lock);
@@ -829,10 +983,12 @@ gen_reserve_slow(GenNode *node, int64 count, int64 *reserved)
  * server's worker id), all of one tick, and return the first; *reserved
  * says how many.  The ids are first .. first + *reserved - 1 when the
  * sequence is the last field; in every layout they increase and only their
- * sequence differs.
+ * sequence differs.  may_borrow: the call may take a tick ahead of the clock
+ * (snowflake.max_borrow_ms).  caller names the SQL function, for errors.
  */
 int64
-GeneratorReserve(int32 node_value, int64 count, int64 *reserved)
+GeneratorReserve(int32 node_value, int64 count, bool may_borrow, const char *caller,
+				 int64 *reserved)
 {
 	GenNode    *node;
 	uint64		first;
@@ -842,7 +998,7 @@ GeneratorReserve(int32 node_value, int64 count, int64 *reserved)
 	node = gen_node_of(node_value);
 	if (likely(gen_reserve_fast(node, count, &first, reserved)))
 		return (int64) first;
-	return (int64) gen_reserve_slow(node, count, reserved);
+	return (int64) gen_reserve_slow(node, count, may_borrow, caller, reserved);
 }
 
 /*
@@ -935,6 +1091,6 @@ GeneratorGetStats(SnowflakeStats *stats)
 	stats->mark_writes = (int64) pg_atomic_read_u64(&gen->mark_writes);
 	stats->backend_mark_writes = (int64) pg_atomic_read_u64(&gen->backend_mark_writes);
 	stats->mark_waits = (int64) pg_atomic_read_u64(&gen->mark_waits);
-	stats->startup_wait_ms = gen->startup_wait_ms;
+	stats->startup_wait_ms = Max(gen->startup_wait_ms, 0);
 	stats->started_at = gen->started_at;
 }

@@ -47,16 +47,6 @@ SnowflakeFormatMs(int64 unix_ms)
 	return pstrdup(timestamptz_to_str(SnowflakeMsToTimestamptz(unix_ms)));
 }
 
-const char *
-SnowflakeCheckEpoch(const SnowflakeLayout *layout, int64 now_ms)
-{
-	if (layout->epoch_ms > now_ms)
-		return "The epoch lies in the future.";
-	if (now_ms > SnowflakeLastMs(layout))
-		return "The epoch lies so far back that the time field of the ids is already exhausted.";
-	return NULL;
-}
-
 /* Read exactly n decimal digits at *p. */
 static bool
 lay_digits(const char **p, int n, int *value)
@@ -148,6 +138,15 @@ lay_zone(const char **p, int64 *offset_ms)
 	return true;
 }
 
+static bool
+lay_epoch_in_range(int64 unix_ms, const char **error)
+{
+	if (unix_ms >= SNOWFLAKE_MIN_MS && unix_ms < SNOWFLAKE_END_MS)
+		return true;
+	*error = "The epoch lies outside PostgreSQL's timestamps.";
+	return false;
+}
+
 bool
 SnowflakeParseEpoch(const char *text, int64 *unix_ms, const char **error)
 {
@@ -169,7 +168,7 @@ SnowflakeParseEpoch(const char *text, int64 *unix_ms, const char **error)
 		if (strlen(p) > 15)
 			return false;
 		*unix_ms = strtoi64(text, NULL, 10);
-		return true;
+		return lay_epoch_in_range(*unix_ms, error);
 	}
 	p = text;
 
@@ -193,7 +192,7 @@ SnowflakeParseEpoch(const char *text, int64 *unix_ms, const char **error)
 
 	*unix_ms = (int64) (date2j(year, month, day) - UNIX_EPOCH_JDATE) *
 		SECS_PER_DAY * 1000 + time_ms - offset_ms;
-	return true;
+	return lay_epoch_in_range(*unix_ms, error);
 }
 
 /* The presets, in the custom syntax: one parser serves both. */
@@ -238,14 +237,15 @@ lay_name_ok(const char *name)
 }
 
 #define LAY_FAIL(...) \
-	do { snprintf(error, error_size, __VA_ARGS__); return false; } while (0)
+	do { *error = psprintf(__VA_ARGS__); return false; } while (0)
 
 bool
 SnowflakeParseLayout(const char *text, int64 default_epoch_ms,
-					 SnowflakeLayout *layout, char *error, size_t error_size)
+					 SnowflakeLayout *layout, char **error)
 {
-	char		buffer[512];
+	char	   *buffer;
 	char	   *saveptr = NULL;
+	char	   *problem;
 	char	   *item;
 	int			nfields = 0;	/* time, sequence and node parts seen */
 	bool		seen_time = false;
@@ -258,7 +258,7 @@ SnowflakeParseLayout(const char *text, int64 default_epoch_ms,
 		if (strcmp(text, lay_presets[i].name) == 0)
 		{
 			if (!SnowflakeParseLayout(lay_presets[i].spec, default_epoch_ms,
-									  layout, error, error_size))
+									  layout, error))
 				return false;
 			strlcpy(layout->name, lay_presets[i].name, SNOWFLAKE_NAME_LEN);
 			return true;
@@ -270,9 +270,7 @@ SnowflakeParseLayout(const char *text, int64 default_epoch_ms,
 	layout->tick_ms = 1;
 	layout->epoch_ms = default_epoch_ms;
 
-	if (strlen(text) >= sizeof(buffer))
-		LAY_FAIL("The layout is longer than %d characters.", (int) sizeof(buffer) - 1);
-	strlcpy(buffer, text, sizeof(buffer));
+	buffer = pstrdup(text);
 
 	for (item = strtok_r(buffer, " ,\t\n", &saveptr); item != NULL;
 		 item = strtok_r(NULL, " ,\t\n", &saveptr))
@@ -356,20 +354,46 @@ SnowflakeParseLayout(const char *text, int64 default_epoch_ms,
 		LAY_FAIL("The layout has no field \"sequence\".");
 	if (layout->nparts == 0)
 		LAY_FAIL("The layout has no node field (worker, shard, machine, ...).");
-	if (layout->node_bits > 31)
-		LAY_FAIL("The node fields have %d bits; at most 31 fit a worker id.", layout->node_bits);
-	if (layout->sequence_bits > 31)
-		LAY_FAIL("The field \"sequence\" has %d bits; at most 31 are allowed.", layout->sequence_bits);
-	if (layout->time_bits + layout->node_bits + layout->sequence_bits != 63 &&
-		layout->time_bits + layout->node_bits + layout->sequence_bits != 64)
-		LAY_FAIL("The fields add up to %d bits; they must make 63 (positive ids) or 64.",
-				 layout->time_bits + layout->node_bits + layout->sequence_bits);
-	/* every tick the time field can hold must be a time PostgreSQL can show */
-	if (ldexp((double) layout->tick_ms, layout->time_bits) +
-		(double) layout->epoch_ms > 9.0e15)
-		LAY_FAIL("A time field of %d bits in ticks of %d ms runs past the year 285000, beyond PostgreSQL's timestamps.",
-				 layout->time_bits, layout->tick_ms);
+	problem = SnowflakeLayoutProblem(layout);
+	if (problem != NULL)
+	{
+		*error = problem;
+		return false;
+	}
 	return true;
+}
+
+char *
+SnowflakeLayoutProblem(const SnowflakeLayout *layout)
+{
+	int			total = layout->time_bits + layout->node_bits + layout->sequence_bits;
+
+	if (layout->time_bits < 1 || layout->node_bits < 1 || layout->sequence_bits < 1)
+		return psprintf("Every field has at least one bit.");
+	if (layout->node_bits > 31)
+		return psprintf("The node fields have %d bits; at most 31 fit a worker id.",
+						layout->node_bits);
+	if (layout->sequence_bits > 31)
+		return psprintf("The field \"sequence\" has %d bits; at most 31 are allowed.",
+						layout->sequence_bits);
+	if (total != 63 && total != 64)
+		return psprintf("The fields add up to %d bits; they must make 63 (positive ids) or 64.",
+						total);
+	if (layout->tick_ms < 1 || layout->tick_ms > 3600000)
+		return psprintf("The tick is %d ms, not from 1 ms to 3600000 ms.", layout->tick_ms);
+	if (layout->epoch_ms < SNOWFLAKE_MIN_MS || layout->epoch_ms >= SNOWFLAKE_END_MS)
+		return psprintf("The epoch lies outside PostgreSQL's timestamps.");
+
+	/*
+	 * Every tick the time field can hold must be a time PostgreSQL can show
+	 * (in double first: the product can exceed an int64).
+	 */
+	if (ldexp((double) layout->tick_ms, layout->time_bits) + (double) layout->epoch_ms >=
+		(double) SNOWFLAKE_END_MS)
+		return psprintf("A time field of %d bits in ticks of %d ms since %s runs past the year 294276, beyond PostgreSQL's timestamps.",
+						layout->time_bits, layout->tick_ms,
+						SnowflakeFormatMs(layout->epoch_ms));
+	return NULL;
 }
 
 char *

@@ -136,6 +136,10 @@ SnowflakeSequenceStep(const SnowflakeLayout *layout)
 #define SNOWFLAKE_UNIX_TO_PG_MS \
 	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000)
 
+/* The Unix ms timestamptz can hold: from 4714-11-24 BC to before 294277 */
+#define SNOWFLAKE_MIN_MS	(MIN_TIMESTAMP / 1000 + SNOWFLAKE_UNIX_TO_PG_MS)
+#define SNOWFLAKE_END_MS	(END_TIMESTAMP / 1000 + SNOWFLAKE_UNIX_TO_PG_MS)
+
 static inline TimestampTz
 SnowflakeMsToTimestamptz(int64 unix_ms)
 {
@@ -175,22 +179,20 @@ extern bool SnowflakeParseEpoch(const char *text, int64 *unix_ms,
  * Parse a layout: a preset name (snowflake, twitter, discord, instagram,
  * sonyflake) or a custom specification such as
  * "time:41 worker:10 sequence:12 tick:1ms epoch:2025-01-01".  default_epoch
- * serves layouts that name none.  Returns false with a sentence in error
- * (of error_size bytes) when the text is not a valid layout.
+ * serves layouts that name none.  Returns false with a palloc'd sentence in
+ * *error when the text is not a valid layout.
  */
 extern bool SnowflakeParseLayout(const char *text, int64 default_epoch_ms,
-								 SnowflakeLayout *layout, char *error,
-								 size_t error_size);
+								 SnowflakeLayout *layout, char **error);
+
+/*
+ * What makes a layout impossible, as a palloc'd sentence, or NULL: widths,
+ * tick, and an epoch and lifetime inside PostgreSQL's timestamps.  The
+ * parser and the high-water mark's loader both apply it.
+ */
+extern char *SnowflakeLayoutProblem(const SnowflakeLayout *layout);
 
 /* The specification of a layout in the custom syntax, palloc'd. */
 extern char *SnowflakeLayoutSpec(const SnowflakeLayout *layout);
-
-/*
- * Can a generator run with this layout at now_ms?  Returns NULL when it can,
- * otherwise a static message saying why not (epoch in the future, or so far
- * back that the time field is already exhausted).
- */
-extern const char *SnowflakeCheckEpoch(const SnowflakeLayout *layout,
-									   int64 now_ms);
 
 #endif							/* SNOWFLAKE_LAYOUT_H */

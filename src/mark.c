@@ -4,12 +4,19 @@
  *	  The file format of the high-water mark, its atomic write, and its
  *	  load and validation.
  *
- * The file is a fixed-size binary record: magic number, format version,
- * the worker id, the layout (widths, field order, tick and epoch), the mark
- * and the time it was written, all in absolute Unix milliseconds, and a CRC-32C over the
- * rest.  It is replaced whole: written to a temporary file, then moved
- * into place by durable_rename(), which fsyncs the file and the directory,
- * so after an OS crash there is either the old mark or the new one.
+ * Version 2 of the file is a header (magic number, format version, flags,
+ * the layout: widths, field order, tick and epoch; the time it was written
+ * and the number of entries), then one entry per node value (the node and
+ * its mark, in absolute Unix milliseconds, ascending by node), then a
+ * CRC-32C over all of it.  Keying the marks on node values means a node
+ * this server issued ids for is protected whatever the worker id is now: a
+ * shard that stays on a server whose worker id changes keeps its mark.
+ * Version 1 (0.1.0) had one mark for every node of the server, under the
+ * worker id it recorded; it is still read, and applies to every node.
+ *
+ * The file is replaced whole: written to a temporary file, then moved into
+ * place by durable_rename(), which fsyncs the file and the directory, so
+ * after an OS crash there is either the old mark or the new one.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,14 +31,36 @@
 #include "mark.h"
 
 #define MARK_MAGIC			0x534E4F57	/* "SNOW" */
-#define MARK_VERSION		1
+#define MARK_VERSION		2
 #define MARK_FLAG_CLEAN		0x0001	/* written at a clean shutdown */
 #define MARK_FLAG_SEQUENCE_LAST	0x0002	/* time|node|sequence */
 
 #define MARK_TEMP_FILE		SNOWFLAKE_MARK_FILE ".tmp"
 
-/* The record on disk, in the machine's byte order. */
-typedef struct MarkFileData
+/* The records on disk, in the machine's byte order. */
+typedef struct MarkHeader
+{
+	uint32		magic;
+	uint32		version;
+	uint32		flags;
+	int32		time_bits;
+	int32		node_bits;
+	int32		sequence_bits;
+	int32		tick_ms;
+	int32		nentries;
+	int64		epoch_ms;
+	int64		written_ms;
+} MarkHeader;
+
+typedef struct MarkEntryData
+{
+	int32		node;
+	int32		reserved;		/* zero */
+	int64		mark_ms;
+} MarkEntryData;
+
+/* Version 1, whole */
+typedef struct MarkFileV1
 {
 	uint32		magic;
 	uint32		version;
@@ -44,124 +73,252 @@ typedef struct MarkFileData
 	int64		epoch_ms;
 	int64		mark_ms;
 	int64		written_ms;
-	uint32		reserved;		/* zero */
-	pg_crc32c	crc;			/* of everything above */
-} MarkFileData;
+	uint32		reserved;
+	pg_crc32c	crc;
+} MarkFileV1;
+
+#define MARK_MAX_SIZE \
+	(sizeof(MarkHeader) + SNOWFLAKE_MARK_MAX_ENTRIES * sizeof(MarkEntryData) + \
+	 sizeof(pg_crc32c))
 
 static pg_crc32c
-mark_crc(const MarkFileData *data)
+mark_crc(const void *data, size_t length)
 {
 	pg_crc32c	crc;
 
 	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, data, offsetof(MarkFileData, crc));
+	COMP_CRC32C(crc, data, length);
 	FIN_CRC32C(crc);
 	return crc;
 }
 
-MarkLoadResult
-MarkLoad(SnowflakeMark *mark, char *problem, size_t problem_size)
+static void
+mark_set_layout(SnowflakeLayout *layout, int time_bits, int node_bits,
+				int sequence_bits, uint32 flags, int tick_ms, int64 epoch_ms)
 {
-	MarkFileData data;
+	/* the layout as far as the bits go; its part names are not kept */
+	memset(layout, 0, sizeof(SnowflakeLayout));
+	strlcpy(layout->name, "recorded", SNOWFLAKE_NAME_LEN);
+	layout->time_bits = time_bits;
+	layout->node_bits = node_bits;
+	layout->sequence_bits = sequence_bits;
+	layout->sequence_last = (flags & MARK_FLAG_SEQUENCE_LAST) != 0;
+	layout->tick_ms = tick_ms;
+	layout->epoch_ms = epoch_ms;
+	layout->own_epoch = true;
+	layout->nparts = 1;
+	strlcpy(layout->part_names[0], "node", SNOWFLAKE_NAME_LEN);
+	layout->part_bits[0] = node_bits;
+	strlcpy(layout->sequence_name, "sequence", SNOWFLAKE_NAME_LEN);
+}
+
+static bool
+mark_fail(MarkProblemInfo *info, MarkProblem problem, int64 value, int64 expected)
+{
+	info->problem = problem;
+	info->value = value;
+	info->expected = expected;
+	return false;
+}
+
+static bool
+mark_load_v1(SnowflakeMark *mark, const char *bytes, ssize_t length,
+			 MarkProblemInfo *info)
+{
+	MarkFileV1	data;
+
+	if (length != sizeof(MarkFileV1))
+		return mark_fail(info, MARK_WRONG_LENGTH, length, sizeof(MarkFileV1));
+	memcpy(&data, bytes, sizeof(data));
+	if (!EQ_CRC32C(data.crc, mark_crc(&data, offsetof(MarkFileV1, crc))))
+		return mark_fail(info, MARK_WRONG_CHECKSUM, 0, 0);
+	mark_set_layout(&mark->layout, data.time_bits, data.node_bits,
+					data.sequence_bits, data.flags, data.tick_ms, data.epoch_ms);
+	mark->written_ms = data.written_ms;
+	mark->clean = (data.flags & MARK_FLAG_CLEAN) != 0;
+	mark->nentries = 1;
+	mark->entries = palloc(sizeof(SnowflakeMarkEntry));
+	mark->entries[0].node = -1;
+	mark->entries[0].mark_ms = data.mark_ms;
+	return true;
+}
+
+/* Parse and check the length bytes of a file. */
+static bool
+mark_parse(SnowflakeMark *mark, const char *bytes, ssize_t length,
+		   MarkProblemInfo *info)
+{
+	MarkHeader	header;
+	int64		expected;
+
+	if (length < (ssize_t) sizeof(MarkHeader))
+		return mark_fail(info, MARK_TRUNCATED, length, sizeof(MarkHeader));
+	memcpy(&header, bytes, sizeof(header));
+	if (header.magic != MARK_MAGIC)
+		return mark_fail(info, MARK_NO_MAGIC, 0, 0);
+	if (header.version == 1)
+	{
+		if (!mark_load_v1(mark, bytes, length, info))
+			return false;
+	}
+	else if (header.version != MARK_VERSION)
+		return mark_fail(info, MARK_WRONG_VERSION, header.version, MARK_VERSION);
+	else
+	{
+		if (header.nentries < 0 || header.nentries > SNOWFLAKE_MARK_MAX_ENTRIES)
+			return mark_fail(info, MARK_WRONG_LENGTH, length, -1);
+		expected = sizeof(MarkHeader) + header.nentries * sizeof(MarkEntryData) +
+			sizeof(pg_crc32c);
+		if (length != expected)
+			return mark_fail(info, MARK_WRONG_LENGTH, length, expected);
+		{
+			pg_crc32c	stored;
+
+			memcpy(&stored, bytes + expected - sizeof(pg_crc32c), sizeof(stored));
+			if (!EQ_CRC32C(stored, mark_crc(bytes, expected - sizeof(pg_crc32c))))
+				return mark_fail(info, MARK_WRONG_CHECKSUM, 0, 0);
+		}
+		mark_set_layout(&mark->layout, header.time_bits, header.node_bits,
+						header.sequence_bits, header.flags, header.tick_ms,
+						header.epoch_ms);
+		mark->written_ms = header.written_ms;
+		mark->clean = (header.flags & MARK_FLAG_CLEAN) != 0;
+		mark->nentries = header.nentries;
+		mark->entries = palloc(sizeof(SnowflakeMarkEntry) * Max(header.nentries, 1));
+		for (int i = 0; i < header.nentries; i++)
+		{
+			MarkEntryData e;
+
+			memcpy(&e, bytes + sizeof(MarkHeader) + i * sizeof(MarkEntryData), sizeof(e));
+			mark->entries[i].node = e.node;
+			mark->entries[i].mark_ms = e.mark_ms;
+		}
+	}
+
+	/* as strict as the parser of a specification */
+	if (SnowflakeLayoutProblem(&mark->layout) != NULL)
+	{
+		info->layout = mark->layout;
+		return mark_fail(info, MARK_IMPOSSIBLE_LAYOUT, 0, 0);
+	}
+	for (int i = 0; i < mark->nentries; i++)
+	{
+		const SnowflakeMarkEntry *e = &mark->entries[i];
+
+		if ((e->node < 0 && (mark->nentries > 1 || e->node != -1)) ||
+			e->node > SnowflakeMaxNode(&mark->layout) ||
+			(i > 0 && e->node <= mark->entries[i - 1].node) ||
+			e->mark_ms < SNOWFLAKE_MIN_MS || e->mark_ms >= SNOWFLAKE_END_MS)
+			return mark_fail(info, MARK_IMPOSSIBLE_ENTRY, e->node, 0);
+	}
+	if (mark->written_ms < SNOWFLAKE_MIN_MS || mark->written_ms >= SNOWFLAKE_END_MS)
+		return mark_fail(info, MARK_IMPOSSIBLE_ENTRY, -1, 0);
+	return true;
+}
+
+bool
+MarkLoad(SnowflakeMark *mark, MarkProblemInfo *info)
+{
+	char	   *bytes;
+	ssize_t		length;
 	int			fd;
-	ssize_t		nread;
-	char		extra;
+	bool		loaded;
+
+	memset(mark, 0, sizeof(SnowflakeMark));
+	memset(info, 0, sizeof(MarkProblemInfo));
 
 	fd = OpenTransientFile(SNOWFLAKE_MARK_FILE, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 	{
-		if (errno == ENOENT)
-			return MARK_ABSENT;
-		snprintf(problem, problem_size, "The file could not be opened: %m.");
-		return MARK_INVALID;
+		info->saved_errno = errno;
+		return mark_fail(info, errno == ENOENT ? MARK_ABSENT : MARK_CANNOT_OPEN, 0, 0);
 	}
-	nread = read(fd, &data, sizeof(data));
-	if (nread == sizeof(data) && read(fd, &extra, 1) != 0)
-		nread = sizeof(data) + 1;
-	if (nread < 0)
-		snprintf(problem, problem_size, "The file could not be read: %m.");
+	bytes = palloc(MARK_MAX_SIZE + 1);
+	length = read(fd, bytes, MARK_MAX_SIZE + 1);
+	info->saved_errno = errno;
 	CloseTransientFile(fd);
+	loaded = length < 0 ? mark_fail(info, MARK_CANNOT_READ, 0, 0) :
+		mark_parse(mark, bytes, length, info);
+	pfree(bytes);
+	return loaded;
+}
 
-	if (nread < 0)
-		return MARK_INVALID;
-	if (nread > (ssize_t) sizeof(data))
+char *
+MarkDescribeProblem(const MarkProblemInfo *info)
+{
+	switch (info->problem)
 	{
-		snprintf(problem, problem_size, "The file is longer than %d bytes.",
-				 (int) sizeof(data));
-		return MARK_INVALID;
+		case MARK_OK:
+		case MARK_ABSENT:
+			break;
+		case MARK_CANNOT_OPEN:
+			errno = info->saved_errno;
+			return psprintf("The file could not be opened: %m.");
+		case MARK_CANNOT_READ:
+			errno = info->saved_errno;
+			return psprintf("The file could not be read: %m.");
+		case MARK_TRUNCATED:
+			return psprintf("The file is " INT64_FORMAT " bytes long, shorter than the " INT64_FORMAT " bytes of its header.",
+							info->value, info->expected);
+		case MARK_WRONG_LENGTH:
+			if (info->expected < 0)
+				return psprintf("The file's header gives an impossible number of entries.");
+			return psprintf("The file is " INT64_FORMAT " bytes long; its header says " INT64_FORMAT ".",
+							info->value, info->expected);
+		case MARK_NO_MAGIC:
+			return psprintf("The file does not start with the magic number of a snowflake high-water mark.");
+		case MARK_WRONG_VERSION:
+			return psprintf("The file has format version " INT64_FORMAT "; this build reads versions 1 to %d.",
+							info->value, MARK_VERSION);
+		case MARK_WRONG_CHECKSUM:
+			return psprintf("The file's checksum does not match its contents.");
+		case MARK_IMPOSSIBLE_LAYOUT:
+			return psprintf("The file records an impossible layout: %s",
+							SnowflakeLayoutProblem(&info->layout));
+		case MARK_IMPOSSIBLE_ENTRY:
+			if (info->value < 0)
+				return psprintf("The file records an impossible time.");
+			return psprintf("The file records an impossible mark for node " INT64_FORMAT ": out of order, beyond its layout's node field, or outside PostgreSQL's timestamps.",
+							info->value);
 	}
-	if (nread < (ssize_t) sizeof(data))
-	{
-		snprintf(problem, problem_size, "The file is %d bytes long, not %d.",
-				 (int) nread, (int) sizeof(data));
-		return MARK_INVALID;
-	}
-	if (data.magic != MARK_MAGIC)
-	{
-		snprintf(problem, problem_size,
-				 "The file does not start with the magic number of a snowflake high-water mark.");
-		return MARK_INVALID;
-	}
-	if (data.version != MARK_VERSION)
-	{
-		snprintf(problem, problem_size,
-				 "The file has format version %u; this build reads version %d.",
-				 data.version, MARK_VERSION);
-		return MARK_INVALID;
-	}
-	if (!EQ_CRC32C(data.crc, mark_crc(&data)))
-	{
-		snprintf(problem, problem_size, "The file's checksum does not match its contents.");
-		return MARK_INVALID;
-	}
-
-	memset(mark, 0, sizeof(SnowflakeMark));
-	mark->mark_ms = data.mark_ms;
-	mark->written_ms = data.written_ms;
-	mark->clean = (data.flags & MARK_FLAG_CLEAN) != 0;
-	mark->worker_id = data.worker_id;
-	/* the layout as far as the bits go; its part names are not kept */
-	strlcpy(mark->layout.name, "recorded", SNOWFLAKE_NAME_LEN);
-	mark->layout.time_bits = data.time_bits;
-	mark->layout.node_bits = data.node_bits;
-	mark->layout.sequence_bits = data.sequence_bits;
-	mark->layout.sequence_last = (data.flags & MARK_FLAG_SEQUENCE_LAST) != 0;
-	mark->layout.tick_ms = data.tick_ms;
-	mark->layout.epoch_ms = data.epoch_ms;
-	mark->layout.own_epoch = true;
-	mark->layout.nparts = 1;
-	strlcpy(mark->layout.part_names[0], "node", SNOWFLAKE_NAME_LEN);
-	mark->layout.part_bits[0] = data.node_bits;
-	if (data.time_bits < 1 || data.node_bits < 1 || data.sequence_bits < 1 ||
-		data.time_bits + data.node_bits + data.sequence_bits > 64 ||
-		data.tick_ms < 1)
-	{
-		snprintf(problem, problem_size, "The file records an impossible layout.");
-		return MARK_INVALID;
-	}
-	return MARK_LOADED;
+	return psprintf("The file is invalid.");
 }
 
 bool
 MarkWrite(const SnowflakeMark *mark, int elevel)
 {
-	MarkFileData data;
+	size_t		length = sizeof(MarkHeader) + mark->nentries * sizeof(MarkEntryData) +
+		sizeof(pg_crc32c);
+	char	   *bytes = palloc0(length);
+	MarkHeader	header;
+	pg_crc32c	crc;
 	int			fd;
 
-	memset(&data, 0, sizeof(data));
-	data.magic = MARK_MAGIC;
-	data.version = MARK_VERSION;
-	data.worker_id = mark->worker_id;
-	data.time_bits = mark->layout.time_bits;
-	data.node_bits = mark->layout.node_bits;
-	data.sequence_bits = mark->layout.sequence_bits;
-	data.tick_ms = mark->layout.tick_ms;
-	data.epoch_ms = mark->layout.epoch_ms;
-	data.mark_ms = mark->mark_ms;
-	data.written_ms = mark->written_ms;
-	data.flags = (mark->clean ? MARK_FLAG_CLEAN : 0) |
+	Assert(mark->nentries <= SNOWFLAKE_MARK_MAX_ENTRIES);
+	memset(&header, 0, sizeof(header));
+	header.magic = MARK_MAGIC;
+	header.version = MARK_VERSION;
+	header.flags = (mark->clean ? MARK_FLAG_CLEAN : 0) |
 		(mark->layout.sequence_last ? MARK_FLAG_SEQUENCE_LAST : 0);
-	data.crc = mark_crc(&data);
+	header.time_bits = mark->layout.time_bits;
+	header.node_bits = mark->layout.node_bits;
+	header.sequence_bits = mark->layout.sequence_bits;
+	header.tick_ms = mark->layout.tick_ms;
+	header.nentries = mark->nentries;
+	header.epoch_ms = mark->layout.epoch_ms;
+	header.written_ms = mark->written_ms;
+	memcpy(bytes, &header, sizeof(header));
+	for (int i = 0; i < mark->nentries; i++)
+	{
+		MarkEntryData e;
+
+		memset(&e, 0, sizeof(e));
+		e.node = mark->entries[i].node;
+		e.mark_ms = mark->entries[i].mark_ms;
+		memcpy(bytes + sizeof(MarkHeader) + i * sizeof(MarkEntryData), &e, sizeof(e));
+	}
+	crc = mark_crc(bytes, length - sizeof(pg_crc32c));
+	memcpy(bytes + length - sizeof(pg_crc32c), &crc, sizeof(crc));
 
 	fd = OpenTransientFile(MARK_TEMP_FILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
 	if (fd < 0)
@@ -169,14 +326,16 @@ MarkWrite(const SnowflakeMark *mark, int elevel)
 		ereport(elevel,
 				(errcode_for_file_access(),
 				 errmsg("could not create file \"%s\": %m", MARK_TEMP_FILE)));
+		pfree(bytes);
 		return false;
 	}
 	errno = 0;
-	if (write(fd, &data, sizeof(data)) != sizeof(data))
+	if (write(fd, bytes, length) != (ssize_t) length)
 	{
 		int			save_errno = errno;
 
 		CloseTransientFile(fd);
+		pfree(bytes);
 		/* a short write without an error means the disk is full */
 		errno = save_errno ? save_errno : ENOSPC;
 		ereport(elevel,
@@ -184,6 +343,7 @@ MarkWrite(const SnowflakeMark *mark, int elevel)
 				 errmsg("could not write file \"%s\": %m", MARK_TEMP_FILE)));
 		return false;
 	}
+	pfree(bytes);
 	if (CloseTransientFile(fd) != 0)
 	{
 		ereport(elevel,

@@ -61,19 +61,20 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 #endif
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
+/*
+ * The check hooks check syntax and static bounds only: they run for the
+ * built-in defaults before postgresql.conf is read, in every backend where
+ * backends are started by exec, and in any order.  What depends on two
+ * settings is checked once the configuration is final (snowflake_check_final);
+ * what depends on the clock, by the calls that issue ids.
+ */
 static bool
 check_epoch(char **newval, void **extra, GucSource source)
 {
-	SnowflakeLayout candidate = snowflake_layout;
+	int64		epoch_ms;
 	const char *problem;
 
-	if (!SnowflakeParseEpoch(*newval, &candidate.epoch_ms, &problem))
-	{
-		GUC_check_errdetail("%s", problem);
-		return false;
-	}
-	problem = SnowflakeCheckEpoch(&candidate, GeneratorClockMs());
-	if (problem != NULL)
+	if (!SnowflakeParseEpoch(*newval, &epoch_ms, &problem))
 	{
 		GUC_check_errdetail("%s", problem);
 		return false;
@@ -81,6 +82,7 @@ check_epoch(char **newval, void **extra, GucSource source)
 	return true;
 }
 
+/* A layout that names no epoch takes "snowflake.epoch", whenever assigned. */
 static void
 assign_epoch(const char *newval, void *extra)
 {
@@ -96,19 +98,11 @@ static bool
 check_layout(char **newval, void **extra, GucSource source)
 {
 	SnowflakeLayout candidate;
-	char		problem[256];
-	const char *epoch_problem;
+	char	   *problem;
 
-	if (!SnowflakeParseLayout(*newval, snowflake_epoch_ms, &candidate,
-							  problem, sizeof(problem)))
+	if (!SnowflakeParseLayout(*newval, SNOWFLAKE_DEFAULT_EPOCH_MS, &candidate, &problem))
 	{
 		GUC_check_errdetail("%s", problem);
-		return false;
-	}
-	epoch_problem = SnowflakeCheckEpoch(&candidate, GeneratorClockMs());
-	if (epoch_problem != NULL)
-	{
-		GUC_check_errdetail("%s", epoch_problem);
 		return false;
 	}
 	return true;
@@ -117,36 +111,27 @@ check_layout(char **newval, void **extra, GucSource source)
 static void
 assign_layout(const char *newval, void *extra)
 {
-	char		problem[256];
+	char	   *problem;
 
-	/* check_layout accepted it, so this cannot fail */
-	(void) SnowflakeParseLayout(newval, snowflake_epoch_ms, &snowflake_layout,
-								problem, sizeof(problem));
-}
-
-static bool
-check_worker_id(int *newval, void **extra, GucSource source)
-{
-	if (*newval > SnowflakeMaxNode(&snowflake_layout))
-	{
-		GUC_check_errdetail("Layout \"%s\" has %d bits of worker id, for worker ids 0 to %d.",
-							snowflake_layout.name, snowflake_layout.node_bits,
-							SnowflakeMaxNode(&snowflake_layout));
-		return false;
-	}
-	return true;
+	/*
+	 * check_layout accepted it.  Under another epoch its lifetime may not
+	 * fit PostgreSQL's timestamps; that is checked once both are final.
+	 */
+	if (!SnowflakeParseLayout(newval, snowflake_epoch_ms, &snowflake_layout, &problem))
+		(void) SnowflakeParseLayout(newval, SNOWFLAKE_DEFAULT_EPOCH_MS,
+									&snowflake_layout, &problem);
+	if (!snowflake_layout.own_epoch)
+		snowflake_layout.epoch_ms = snowflake_epoch_ms;
 }
 
 /*
  * Parse a list of shards, such as "0-99, 200, 300-310", into ascending
- * values in values (of room for max_count, or NULL to count only).  Returns
- * the count, or -1 with a sentence in problem.
+ * values in values (or NULL to count only), none above max_node.  Returns
+ * the count, or -1 with a palloc'd sentence in *problem.
  */
 static int
-snowflake_parse_shards(const char *text, int *values, char *problem,
-					   size_t problem_size)
+snowflake_parse_shards(const char *text, int *values, int64 max_node, char **problem)
 {
-	int32		max_node = SnowflakeMaxNode(&snowflake_layout);
 	const char *p = text;
 	int			count = 0;
 	int64		previous = -1;
@@ -161,14 +146,14 @@ snowflake_parse_shards(const char *text, int *values, char *problem,
 			p++;
 		if (*p == '\0')
 			break;
-		if (*p < '0' || *p > '9')
+		if (*p < '0' || *p > '9' || strspn(p, "0123456789") > 10)
 			goto malformed;
 		low = high = strtoi64(p, &end, 10);
 		p = end;
 		if (*p == '-')
 		{
 			p++;
-			if (*p < '0' || *p > '9')
+			if (*p < '0' || *p > '9' || strspn(p, "0123456789") > 10)
 				goto malformed;
 			high = strtoi64(p, &end, 10);
 			p = end;
@@ -177,22 +162,21 @@ snowflake_parse_shards(const char *text, int *values, char *problem,
 			goto malformed;
 		if (low > high || high > max_node)
 		{
-			snprintf(problem, problem_size,
-					 "The range %lld-%lld is empty or beyond the largest shard of layout \"%s\", %d.",
-					 (long long) low, (long long) high, snowflake_layout.name, max_node);
+			*problem = psprintf("The range %lld-%lld is empty or beyond the largest shard of layout \"%s\", %lld.",
+								(long long) low, (long long) high,
+								snowflake_layout.name, (long long) max_node);
 			return -1;
 		}
 		if (low <= previous)
 		{
-			snprintf(problem, problem_size,
-					 "Shard %lld is listed twice or out of order: list shards in ascending order.",
-					 (long long) low);
+			*problem = psprintf("Shard %lld is listed twice or out of order: list shards in ascending order.",
+								(long long) low);
 			return -1;
 		}
 		if (count + (high - low + 1) > SNOWFLAKE_MAX_NODES)
 		{
-			snprintf(problem, problem_size, "A server issues ids for at most %d shards.",
-					 SNOWFLAKE_MAX_NODES);
+			*problem = psprintf("A server issues ids for at most %d shards.",
+								SNOWFLAKE_MAX_NODES);
 			return -1;
 		}
 		for (int64 v = low; v <= high; v++)
@@ -205,19 +189,43 @@ snowflake_parse_shards(const char *text, int *values, char *problem,
 	return count;
 
 malformed:
-	snprintf(problem, problem_size,
-			 "Shards are listed as numbers and ranges, such as \"0-99, 200, 300-310\".");
+	*problem = psprintf("Shards are listed as numbers and ranges, such as \"0-99, 200, 300-310\".");
 	return -1;
+}
+
+/*
+ * Once start-up is over the layout can no longer change: from then on (an
+ * ALTER SYSTEM, say) worker ids and shards are checked against it too.
+ */
+static bool snowflake_config_final = false;
+
+static int64
+snowflake_max_node_now(void)
+{
+	return snowflake_config_final ? SnowflakeMaxNode(&snowflake_layout) : PG_INT32_MAX;
 }
 
 static bool
 check_shards(char **newval, void **extra, GucSource source)
 {
-	char		problem[256];
+	char	   *problem;
 
-	if (snowflake_parse_shards(*newval, NULL, problem, sizeof(problem)) < 0)
+	if (snowflake_parse_shards(*newval, NULL, snowflake_max_node_now(), &problem) < 0)
 	{
 		GUC_check_errdetail("%s", problem);
+		return false;
+	}
+	return true;
+}
+
+static bool
+check_worker_id(int *newval, void **extra, GucSource source)
+{
+	if (*newval > snowflake_max_node_now())
+	{
+		GUC_check_errdetail("Layout \"%s\" has %d bits of worker id, for worker ids 0 to %d.",
+							snowflake_layout.name, snowflake_layout.node_bits,
+							SnowflakeMaxNode(&snowflake_layout));
 		return false;
 	}
 	return true;
@@ -227,15 +235,14 @@ check_shards(char **newval, void **extra, GucSource source)
 static void
 snowflake_build_nodes(void)
 {
-	char		problem[256];
+	char	   *problem;
 	int			count;
 	int			i = 0;
 
-	/* check_shards accepted the list: it parses */
-	count = snowflake_parse_shards(snowflake_shards, NULL, problem, sizeof(problem));
+	/* snowflake_check_final accepted the list: it parses */
+	count = snowflake_parse_shards(snowflake_shards, NULL, PG_INT32_MAX, &problem);
 	snowflake_nodes = MemoryContextAlloc(TopMemoryContext, sizeof(int) * (count + 1));
-	(void) snowflake_parse_shards(snowflake_shards, snowflake_nodes, problem,
-								  sizeof(problem));
+	(void) snowflake_parse_shards(snowflake_shards, snowflake_nodes, PG_INT32_MAX, &problem);
 
 	/* insert the worker id in order, unless it is one of the shards */
 	while (i < count && snowflake_nodes[i] < snowflake_worker_id)
@@ -262,18 +269,64 @@ snowflake_configured_value(const char *name)
 	return value ? pstrdup(value) : NULL;
 }
 
+static void
+snowflake_refuse(const char *name, const char *value, const char *problem)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for parameter \"%s\": \"%s\"", name, value),
+			 errdetail("%s", problem)));
+}
+
 /*
- * When a preloaded library defines a GUC, a configured value that fails
- * validation draws only a WARNING and the default is used.  For a worker id
- * or an epoch that would silently mean duplicate or misordered ids, so check
- * the configured value again and let the error stop the server.
+ * When a preloaded library defines a GUC, a configured value that fails its
+ * check hook draws only a WARNING, and the default is used.  For a worker
+ * id, an epoch, a layout or a list of shards that would silently mean
+ * duplicate or misordered ids: validate what was configured, once the
+ * configuration is final, and let the error stop the server.  Then the
+ * checks that need two settings: the layout's lifetime under the epoch, and
+ * the worker id and shards against the layout's node bits.
  */
 static void
-snowflake_require_valid(const char *name, const char *configured)
+snowflake_check_final(const char *const *names, char **configured)
 {
-	if (configured != NULL)
-		(void) set_config_option(name, configured, PGC_POSTMASTER, PGC_S_FILE,
-								 GUC_ACTION_SET, false, ERROR, false);
+	int32		max_node = SnowflakeMaxNode(&snowflake_layout);
+	char	   *problem;
+	int64		ignored;
+	const char *epoch_problem;
+	SnowflakeLayout ignored_layout;
+
+	for (int i = 0; names[i] != NULL; i++)
+	{
+		const char *value = configured[i];
+		int			worker_id;
+
+		if (value == NULL)
+			continue;
+		if (strcmp(names[i], "snowflake.epoch") == 0 &&
+			!SnowflakeParseEpoch(value, &ignored, &epoch_problem))
+			snowflake_refuse(names[i], value, epoch_problem);
+		if (strcmp(names[i], "snowflake.layout") == 0 &&
+			!SnowflakeParseLayout(value, SNOWFLAKE_DEFAULT_EPOCH_MS, &ignored_layout, &problem))
+			snowflake_refuse(names[i], value, problem);
+		if (strcmp(names[i], "snowflake.shards") == 0 &&
+			snowflake_parse_shards(value, NULL, PG_INT32_MAX, &problem) < 0)
+			snowflake_refuse(names[i], value, problem);
+		if (strcmp(names[i], "snowflake.worker_id") == 0 &&
+			(!parse_int(value, &worker_id, 0, NULL) || worker_id < 0))
+			snowflake_refuse(names[i], value,
+							 psprintf("A worker id is a whole number from 0 to %d.", max_node));
+	}
+
+	problem = SnowflakeLayoutProblem(&snowflake_layout);
+	if (problem != NULL)
+		snowflake_refuse("snowflake.layout", snowflake_layout_text, problem);
+	if (snowflake_worker_id > max_node)
+		snowflake_refuse("snowflake.worker_id", psprintf("%d", snowflake_worker_id),
+						 psprintf("Layout \"%s\" has %d bits of worker id, for worker ids 0 to %d.",
+								  snowflake_layout.name, snowflake_layout.node_bits, max_node));
+	if (snowflake_parse_shards(snowflake_shards, NULL, max_node, &problem) < 0)
+		snowflake_refuse("snowflake.shards", snowflake_shards, problem);
 }
 
 #ifdef SNOWFLAKE_SHMEM_REQUEST_HOOK
@@ -299,8 +352,8 @@ snowflake_shmem_startup(void)
 void
 _PG_init(void)
 {
-	const char *names[] = {"snowflake.epoch", "snowflake.layout",
-	"snowflake.worker_id", "snowflake.shards"};
+	static const char *const names[] = {"snowflake.epoch", "snowflake.layout",
+	"snowflake.worker_id", "snowflake.shards", NULL};
 	char	   *configured[lengthof(names)];
 
 	/*
@@ -311,10 +364,9 @@ _PG_init(void)
 	GucContext	startup_context = process_shared_preload_libraries_in_progress ?
 		PGC_POSTMASTER : PGC_SIGHUP;
 
-	for (int i = 0; i < (int) lengthof(names); i++)
+	for (int i = 0; names[i] != NULL; i++)
 		configured[i] = snowflake_configured_value(names[i]);
 
-	/* in this order: the layout reads the epoch, the worker id the layout */
 	DefineCustomStringVariable("snowflake.epoch",
 							   "Time from which the timestamp of the ids counts, in UTC unless an offset is given.",
 							   "Layouts that name their own epoch ignore it.",
@@ -397,8 +449,8 @@ _PG_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
-	for (int i = 0; i < (int) lengthof(names); i++)
-		snowflake_require_valid(names[i], configured[i]);
+	snowflake_check_final(names, configured);
+	snowflake_config_final = true;
 	snowflake_build_nodes();
 	WorkerRegister();
 

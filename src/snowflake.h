@@ -64,7 +64,8 @@ struct Latch;
 /* generator.c */
 extern void GeneratorShmemRequest(void);
 extern void GeneratorShmemStartup(void);
-extern int64 GeneratorReserve(int32 node, int64 count, int64 *reserved);
+extern int64 GeneratorReserve(int32 node, int64 count, bool may_borrow,
+							   const char *caller, int64 *reserved);
 extern void GeneratorGetStats(SnowflakeStats *stats);
 extern int64 GeneratorClockMs(void);
 extern long GeneratorMarkWriterTurn(uint64 *seen);
