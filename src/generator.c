@@ -809,7 +809,7 @@ gen_report_rollback(int64 now, int64 clock_then, int64 floor_ms, bool restarted)
 				(errcode(ERRCODE_SNOWFLAKE_CLOCK_ROLLBACK),
 				 errmsg("clock is " INT64_FORMAT " ms behind the high-water mark",
 						floor_ms - now),
-				 errdetail("Before the server started (or took over from a primary), ids were issued up to %s; the clock reads %s and will pass that at %s of its time.",
+				 errdetail("Ids were issued up to %s before the server started (or, on a promoted standby, by the primary it followed); the clock reads %s and will pass that at %s of its time.",
 						   SnowflakeFormatMs(floor_ms - 1),
 						   SnowflakeFormatMs(now),
 						   SnowflakeFormatMs(floor_ms)),

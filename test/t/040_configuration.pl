@@ -1,5 +1,7 @@
-# Configuration: a server without the preload, worker ids and epochs out of
-# range (the server refuses to start), and valid custom settings.
+# Configuration: a server without the preload, worker ids, layouts and
+# shards out of range (the server refuses to start), epochs the clock is
+# outside of (the server starts, the calls say why), and valid custom
+# settings.
 use strict;
 use warnings;
 
@@ -32,19 +34,19 @@ $plain->stop;
 # Values that must stop the server from starting.
 my %refused = (
 	'snowflake.worker_id = 1024' =>
-	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": 1024\n.*DETAIL:  Layout "snowflake" has 10 bits of worker id, for worker ids 0 to 1023\./,
+	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": "1024"\n.*DETAIL:  Layout "snowflake" has 10 bits of worker id, for worker ids 0 to 1023\./,
 	'snowflake.worker_id = -1' =>
-	  qr/FATAL:  -1 is outside the valid range for parameter "snowflake.worker_id"/,
-	"snowflake.epoch = '2999-01-01'" =>
-	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "2999-01-01"\n.*DETAIL:  The epoch lies in the future/,
-	"snowflake.epoch = '1950-01-01'" =>
-	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "1950-01-01"\n.*DETAIL:  The epoch lies so far back/,
+	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": "-1"\n.*DETAIL:  A worker id is a whole number from 0 to 1023\./,
+	"snowflake.epoch = '-999999999999999'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "-999999999999999"\n.*DETAIL:  The epoch lies outside PostgreSQL's timestamps\./,
+	"snowflake.layout = 'time:53 worker:5 sequence:5'\nsnowflake.epoch = '9999-01-01'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.layout": "time:53 worker:5 sequence:5"\n.*DETAIL:  A time field of 53 bits in ticks of 1 ms since 9999-01-01 .* runs past the year 294276/,
 	"snowflake.epoch = 'soon'" =>
 	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "soon"/,
 	"snowflake.layout = 'time:41 worker:10 sequence:11'" =>
 	  qr/FATAL:  invalid value for parameter "snowflake.layout": "time:41 worker:10 sequence:11"\n.*DETAIL:  The fields add up to 62 bits/,
 	"snowflake.layout = 'instagram'\nsnowflake.worker_id = 8192" =>
-	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": 8192\n.*DETAIL:  Layout "instagram" has 13 bits of worker id, for worker ids 0 to 8191\./,
+	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": "8192"\n.*DETAIL:  Layout "instagram" has 13 bits of worker id, for worker ids 0 to 8191\./,
 	"snowflake.shards = '5-3'" =>
 	  qr/FATAL:  invalid value for parameter "snowflake.shards": "5-3"\n.*DETAIL:  The range 5-3 is empty/,
 	"snowflake.shards = '1000-1024'" =>
@@ -57,6 +59,22 @@ for my $setting (sort keys %refused)
 	ok(!$started, "the server refuses to start with $setting");
 	like(slurp_file($node->logfile), $refused{$setting}, "and the log names the setting");
 	$node->stop if $started;
+}
+
+# The epoch in the future, or so far back that the time field is used up:
+# the server starts (a check of the settings must not depend on the clock),
+# the decoders work, the calls that issue ids say what is wrong.
+for my $epoch ('2999-01-01', '1950-01-01')
+{
+	my $node = snowflake_node('epoch' . $n++, "snowflake.epoch = '$epoch'\n");
+	ok($node->start(fail_ok => 1), "the server starts with snowflake.epoch = '$epoch'");
+	$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+	like(psql_stderr($node, 'SELECT snowflake_nextval()'),
+		qr/ERROR:  22008: current time is outside the range of snowflake ids\n.*DETAIL:  The clock reads .*; ids can be issued from $epoch/s,
+		"and the calls refuse to issue ids with SQLSTATE 22008");
+	is($node->safe_psql('postgres', 'SELECT worker_id FROM snowflake_decode(4096)'),
+		'1', 'the decoders work');
+	$node->stop;
 }
 
 # A custom epoch and the largest worker id.

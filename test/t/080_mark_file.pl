@@ -1,5 +1,5 @@
-# The high-water mark file gone wrong: corrupt, truncated, written by
-# another worker id, or under another epoch.  The server always starts; a
+# The high-water mark file gone wrong: corrupt, truncated, of an impossible
+# layout, written by another worker id, by 0.1.0, or under another epoch.  The server always starts; a
 # file it cannot trust blocks the generator with a clear error until an
 # operator removes it.
 use strict;
@@ -18,7 +18,7 @@ $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 my $before = draw_max($node, 1000);
 $node->stop;
-is(-s $mark, 64, 'the mark is a 64-byte file in the data directory');
+is(-s $mark, 68, 'the mark is a file in the data directory: a 48-byte header, one 16-byte entry, a checksum');
 
 sub rewrite_mark
 {
@@ -36,14 +36,44 @@ my %broken = (
 	'a flipped byte' => [ sub { my $b = shift; substr($b, 44, 1) ^= "\x01"; $b },
 		qr/DETAIL:  The file's checksum does not match its contents\./ ],
 	'a truncated file' => [ sub { substr(shift, 0, 20) },
-		qr/DETAIL:  The file is 20 bytes long, not 64\./ ],
-	'an empty file' => [ sub { '' }, qr/DETAIL:  The file is 0 bytes long, not 64\./ ],
-	'trailing bytes' => [ sub { shift() . 'x' }, qr/DETAIL:  The file is longer than 64 bytes\./ ],
-	'a newer format' => [ sub { my $b = shift; substr($b, 4, 4) = pack('L', 2); $b },
-		qr/DETAIL:  The file has format version 2; this build reads version 1\./ ],
+		qr/DETAIL:  The file is 20 bytes long, shorter than the 48 bytes of its header\./ ],
+	'an empty file' => [ sub { '' },
+		qr/DETAIL:  The file is 0 bytes long, shorter than the 48 bytes of its header\./ ],
+	'trailing bytes' => [ sub { shift() . 'x' },
+		qr/DETAIL:  The file is 69 bytes long; its header says 68\./ ],
+	'a newer format' => [ sub { my $b = shift; substr($b, 4, 4) = pack('L', 3); $b },
+		qr/DETAIL:  The file has format version 3; this build reads versions 1 to 2\./ ],
+	'a node field of 40 bits' => [ sub { with_crc(sub { substr($_[0], 16, 4) = pack('l', 40) }, shift) },
+		qr/DETAIL:  The file records an impossible layout: The node fields have 40 bits; at most 31 fit a worker id\./ ],
+	'a node beyond its layout' => [ sub { with_crc(sub { substr($_[0], 48, 4) = pack('l', 5000) }, shift) },
+		qr/DETAIL:  The file records an impossible mark for node 5000/ ],
 	'a foreign file' => [ sub { 'not a mark' . ("\0" x 54) },
 		qr/DETAIL:  The file does not start with the magic number/ ],);
+# CRC-32C (Castagnoli), as the file's checksum
+sub crc32c
+{
+	my ($data) = @_;
+	my $crc = 0xFFFFFFFF;
+	for my $byte (unpack('C*', $data))
+	{
+		$crc ^= $byte;
+		$crc = ($crc >> 1) ^ ($crc & 1 ? 0x82F63B78 : 0) for 1 .. 8;
+	}
+	return $crc ^ 0xFFFFFFFF;
+}
+
+# Edit the bytes before the checksum, and put a matching checksum after.
+sub with_crc
+{
+	my ($edit, $bytes) = @_;
+	my $body = substr($bytes, 0, length($bytes) - 4);
+	$edit->($body);
+	return $body . pack('L', crc32c($body));
+}
+
 my $saved = slurp_file($mark);
+is(substr($saved, -4), pack('L', crc32c(substr($saved, 0, -4))),
+	'the checksum helper agrees with the server');
 for my $case (sort keys %broken)
 {
 	my ($edit, $detail) = @{ $broken{$case} };
@@ -74,10 +104,30 @@ $node->start;
 is($node->safe_psql('postgres', 'SELECT worker_id FROM snowflake_decode(snowflake_nextval())'),
 	'8', 'a mark of another worker id does not block this one');
 like(slurp_file($node->logfile),
-	qr/LOG:  ignoring the snowflake high-water mark of worker id 7; this server is worker id 8/,
-	'and the log says it was ignored');
+	qr/LOG:  the snowflake high-water mark has no entry for worker id 8: its ids start from the clock/,
+	'and the log says so');
 $before = draw_max($node, 1000);
 $node->stop;
+is(-s $mark, 48 + 2 * 16 + 4, 'the mark keeps worker id 7 next to 8');
+
+# A mark written by 0.1.0 (format 1: one mark for every node of the
+# server), an hour ahead of the clock: it holds back every node.
+$node->start;
+my $hour_ahead = $node->safe_psql('postgres',
+	q{SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 3600000});
+$node->stop;
+my $v2 = slurp_file($mark);
+{
+	my $v1 = pack('LLllllLLqqqL', 0x534E4F57, 1, 7, 41, 10, 12, 1, 2,
+		1735689600000, $hour_ahead, $hour_ahead - 1000, 0);
+	rewrite_mark(sub { $v1 . pack('L', crc32c($v1)) });
+}
+$node->start;
+like(psql_stderr($node, 'SELECT snowflake_nextval()'),
+	qr/ERROR:  58000: clock is \d+ ms behind the high-water mark/,
+	'a format 1 mark is read, and applies to this worker id too');
+$node->stop;
+rewrite_mark(sub { $v2 });
 
 # A later epoch would make new ids sort below the issued ones.
 $node->append_conf('postgresql.conf', "snowflake.epoch = '2025-06-01'\n");

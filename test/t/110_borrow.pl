@@ -47,6 +47,17 @@ is($node->safe_psql('postgres', q{
 	SELECT extract(epoch FROM high_water_mark) * 1000 > last_timestamp_ms FROM snowflake_stats}),
 	't', 'the mark lies beyond the last borrowed tick');
 
+# A batch never borrows, so that one caller cannot push the generator ahead
+# of the clock and make every other caller wait: it waits for the ticks.
+my $borrowed_before = $node->safe_psql('postgres', 'SELECT borrowed_ticks FROM snowflake_stats');
+$node->safe_psql('postgres', 'SELECT pg_sleep(2.5)');	# the clock past the burst's ticks
+is($node->safe_psql('postgres', q{
+	SELECT count(*), max(d.timestamp_ms) <= extract(epoch FROM clock_timestamp()) * 1000
+	  FROM snowflake_nextval_batch(10000) s(id), snowflake_decode(s.id) d}),
+	'10000|t', 'a batch of 10,000 takes no tick ahead of the clock');
+is($node->safe_psql('postgres', 'SELECT borrowed_ticks FROM snowflake_stats'), $borrowed_before,
+	'and borrows none');
+
 # Without borrowing, the same burst waits for the clock.
 $node->safe_psql('postgres', 'ALTER SYSTEM SET snowflake.max_borrow_ms = 0; SELECT pg_reload_conf()');
 $node->poll_query_until('postgres', "SELECT current_setting('snowflake.max_borrow_ms') = '0'");
