@@ -77,6 +77,21 @@ for my $epoch ('2999-01-01', '1950-01-01')
 	$node->stop;
 }
 
+# With the clock in 2024 and an epoch of 2020 configured, the server starts
+# and issues ids: no check compares the built-in default (2025) with the
+# clock before the configured value is read.
+{
+	my $node = snowflake_node('clock2024', "snowflake.epoch = '2020-01-01'\n");
+	my $offset = "$PostgreSQL::Test::Utils::tmp_check/clock2024.offset";
+	step_clock($offset, '@2024-06-01 00:00:00');
+	start_with_fake_clock($node, $offset);
+	$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+	is($node->safe_psql('postgres',
+			q{SELECT date_trunc('day', created_at) FROM snowflake_decode(snowflake_nextval())}),
+		'2024-06-01 00:00:00+00', 'a clock in 2024 and an epoch of 2020: the server starts and issues ids');
+	$node->stop;
+}
+
 # A custom epoch and the largest worker id.
 my $node = snowflake_node('custom',
 	"snowflake.worker_id = 1023\nsnowflake.epoch = '2024-06-01 12:00:00+02'\n");
