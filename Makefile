@@ -3,11 +3,13 @@ EXTVERSION = 0.2.0
 
 MODULE_big = snowflake
 OBJS = src/snowflake.o src/layout.o src/decision.o src/generator.o src/mark.o \
-	src/worker.o src/functions.o src/uuidv7.o
+	src/worker.o src/lease.o src/functions.o src/uuidv7.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
-PG_CPPFLAGS = -DSNOWFLAKE_VERSION=\"$(EXTVERSION)\"
+PG_CPPFLAGS = -DSNOWFLAKE_VERSION=\"$(EXTVERSION)\" -I$(libpq_srcdir)
+# the lease client talks to the coordinator with libpq, as postgres_fdw does
+SHLIB_LINK_INTERNAL = $(libpq)
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wmissing-prototypes
 ifeq ($(WERROR),1)
 PG_CFLAGS += -Werror
@@ -16,7 +18,7 @@ endif
 # Every suite runs on a temporary instance with the library preloaded.
 TEST_CONF = $(CURDIR)/test/snowflake.conf
 
-REGRESS = layout layouts api errors shards uuidv7 convert
+REGRESS = layout layouts api errors shards uuidv7 convert leases
 # UTF-8, so that messages are converted for clients of other encodings
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF) --encoding=UTF8
 

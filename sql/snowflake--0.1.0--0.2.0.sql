@@ -1,8 +1,8 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION snowflake UPDATE TO '0.2.0'" to load this file. \quit
 
--- snowflake_stats() gains backend_mark_writes and mark_waits: the view goes
--- with the function and comes back with the new columns.
+-- snowflake_stats() gains backend_mark_writes, mark_waits and the lease's
+-- columns: the view goes with the function and comes back with them.
 DROP VIEW snowflake_stats;
 DROP FUNCTION snowflake_stats();
 
@@ -23,7 +23,14 @@ CREATE FUNCTION snowflake_stats(
 	OUT startup_wait_ms bigint,
 	OUT stats_since timestamptz,
 	OUT backend_mark_writes bigint,
-	OUT mark_waits bigint)
+	OUT mark_waits bigint,
+	OUT lease_state text,
+	OUT lease_generation bigint,
+	OUT lease_valid_until timestamptz,
+	OUT lease_horizon timestamptz,
+	OUT lease_coordinator text,
+	OUT lease_renewed_at timestamptz,
+	OUT lease_requests bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'snowflake_stats'
 LANGUAGE C VOLATILE PARALLEL SAFE;
@@ -769,3 +776,243 @@ $statements$;
 
 COMMENT ON FUNCTION _snowflake_convert_statements(regclass, name, boolean, oid[], name[], oid[], oid[], oid[], oid[], boolean, oid[], text) IS
 'internal to snowflake_convert_column(): the statements of a conversion, in order';
+
+-- Worker-id leases: the coordinator's side.  Any server with the extension
+-- (no preload needed) can be the coordinator of a fleet: each issuing
+-- server's lease client claims a worker id here, renews it three times per
+-- TTL and releases it at a clean shutdown.
+--
+-- One row per worker id (node value).  generation rises with every claim:
+-- it is the fencing token, and a renewal or release of another generation
+-- is refused.  expires_at is on the coordinator's clock.  horizon_ms is the
+-- fence: the holder issues ids of that worker id only below it, and a new
+-- holder only at or above the horizon it finds (previous_horizon_ms of its
+-- claim).  floor_ms is that value, kept so that a release never lowers the
+-- horizon below what an earlier holder issued.
+CREATE TABLE snowflake_lease (
+	node integer PRIMARY KEY CHECK (node >= 0),
+	generation bigint NOT NULL CHECK (generation > 0),
+	holder text NOT NULL,
+	expires_at timestamptz NOT NULL,
+	horizon_ms bigint NOT NULL,
+	floor_ms bigint NOT NULL,
+	claimed_at timestamptz NOT NULL,
+	renewed_at timestamptz,
+	released_at timestamptz
+);
+
+COMMENT ON TABLE snowflake_lease IS
+'worker-id leases of the servers this coordinator serves';
+
+-- Rows survive pg_dump and restore: losing a horizon would unfence a worker id.
+SELECT pg_catalog.pg_extension_config_dump('snowflake_lease', '');
+
+-- Only the lease functions write it; monitoring may read it.
+REVOKE ALL ON snowflake_lease FROM PUBLIC;
+GRANT SELECT ON snowflake_lease TO pg_monitor;
+
+-- The functions are SECURITY DEFINER, so that an issuing server's role needs
+-- only EXECUTE on them, not write access to the table; with a fixed
+-- search_path, and the table found through the extension's schema (the
+-- extension is relocatable), so a caller's search_path cannot hijack them.
+-- VOLATILE (they write), PARALLEL UNSAFE (they write), not STRICT where a
+-- NULL has a meaning (prefer).
+CREATE FUNCTION snowflake_lease_claim(
+	holder text,
+	lows integer[],
+	highs integer[],
+	prefer integer,
+	ttl_ms integer,
+	wanted_horizon_ms bigint,
+	OUT node integer,
+	OUT generation bigint,
+	OUT previous_horizon_ms bigint,
+	OUT horizon_ms bigint,
+	OUT expires_at timestamptz)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER ROWS 1
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	-- the table, in whatever schema the extension is now
+	tbl regclass := (SELECT format('%I.snowflake_lease', n.nspname)::regclass
+					   FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+					  WHERE e.extname = 'snowflake');
+	candidate integer;
+	stored record;
+	wanted bigint := wanted_horizon_ms;
+BEGIN
+	IF holder IS NULL OR lows IS NULL OR highs IS NULL OR ttl_ms IS NULL OR wanted IS NULL THEN
+		RAISE EXCEPTION 'only prefer may be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF cardinality(lows) <> cardinality(highs) OR cardinality(lows) = 0 OR
+	   EXISTS (SELECT FROM unnest(lows, highs) r(lo, hi) WHERE lo < 0 OR lo > hi) THEN
+		RAISE EXCEPTION 'invalid range of worker ids'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'lows and highs are the ends of ranges, as many of each, each low at most its high.';
+	END IF;
+	IF ttl_ms <= 0 THEN
+		RAISE EXCEPTION 'the time to live must be positive'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+
+	LOOP
+		-- the preferred worker id if it is free (a restart takes its own
+		-- back), else the lowest free one: a released or expired row, or a
+		-- value without a row
+		EXECUTE format($q$
+			SELECT min(v) FROM (
+				SELECT l.node AS v FROM %1$s l
+				 WHERE l.node = $3 AND l.expires_at <= now()
+				UNION ALL
+				SELECT $3 WHERE NOT EXISTS (SELECT FROM %1$s WHERE node = $3)
+			) p
+			 WHERE v IS NOT NULL
+			   AND EXISTS (SELECT FROM unnest($1, $2) r(lo, hi) WHERE v BETWEEN lo AND hi)
+			$q$, tbl)
+			INTO candidate USING lows, highs, prefer;
+		IF candidate IS NULL THEN
+			EXECUTE format($q$
+				SELECT min(v) FROM (
+					SELECT l.node AS v
+					  FROM %1$s l, unnest($1, $2) r(lo, hi)
+					 WHERE l.node BETWEEN lo AND hi AND l.expires_at <= now()
+					UNION ALL
+					SELECT lo FROM unnest($1, $2) r(lo, hi)
+					 WHERE NOT EXISTS (SELECT FROM %1$s WHERE node = lo)
+					UNION ALL
+					SELECT l.node + 1
+					  FROM %1$s l, unnest($1, $2) r(lo, hi)
+					 WHERE l.node >= lo AND l.node < hi
+					   AND NOT EXISTS (SELECT FROM %1$s m WHERE m.node = l.node + 1)
+				) c
+				$q$, tbl)
+				INTO candidate USING lows, highs;
+		END IF;
+		IF candidate IS NULL THEN
+			RETURN;				-- every worker id of the ranges is leased
+		END IF;
+
+		-- take it under its row lock; another claimer may be quicker
+		EXECUTE format('SELECT horizon_ms, expires_at FROM %s WHERE node = $1 FOR UPDATE', tbl)
+			INTO stored USING candidate;
+		IF stored IS NULL THEN
+			EXECUTE format($q$
+				INSERT INTO %s (node, generation, holder, expires_at, horizon_ms, floor_ms, claimed_at)
+				VALUES ($1, 1, $2, now() + $3 * interval '1 ms', $4, 0, now())
+				ON CONFLICT (node) DO NOTHING
+				RETURNING node, generation, 0::bigint, horizon_ms, expires_at
+				$q$, tbl)
+				INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
+				USING candidate, holder, ttl_ms, wanted;
+		ELSIF stored.expires_at <= now() THEN
+			EXECUTE format($q$
+				UPDATE %s
+				   SET generation = generation + 1, holder = $2,
+				       expires_at = now() + $3 * interval '1 ms',
+				       floor_ms = horizon_ms, horizon_ms = greatest(horizon_ms, $4),
+				       claimed_at = now(), renewed_at = NULL, released_at = NULL
+				 WHERE node = $1
+				RETURNING node, generation, floor_ms, horizon_ms, expires_at
+				$q$, tbl)
+				INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
+				USING candidate, holder, ttl_ms, wanted;
+		ELSE
+			node := NULL;		-- taken meanwhile: look again
+		END IF;
+		IF node IS NOT NULL THEN
+			RETURN NEXT;
+			RETURN;
+		END IF;
+	END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION snowflake_lease_claim(text, integer[], integer[], integer, integer, bigint) IS
+'claim a free worker id among the ranges: prefer it if free, else the lowest free; no row if none is';
+
+CREATE FUNCTION snowflake_lease_renew(
+	node integer,
+	generation bigint,
+	ttl_ms integer,
+	wanted_horizon_ms bigint,
+	OUT renewed boolean,
+	OUT holder text,
+	OUT holder_generation bigint,
+	OUT horizon_ms bigint,
+	OUT expires_at timestamptz)
+RETURNS record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	-- the table, in whatever schema the extension is now
+	tbl regclass := (SELECT format('%I.snowflake_lease', n.nspname)::regclass
+					   FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+					  WHERE e.extname = 'snowflake');
+	stored record;
+BEGIN
+	EXECUTE format('SELECT generation, holder, horizon_ms, expires_at FROM %s WHERE node = $1 FOR UPDATE', tbl)
+		INTO stored USING $1;
+	IF stored IS NULL OR stored.generation <> $2 THEN
+		-- another claim came in between: not this holder's any more
+		renewed := false;
+		holder := stored.holder;
+		holder_generation := stored.generation;
+		horizon_ms := stored.horizon_ms;
+		expires_at := stored.expires_at;
+		RETURN;
+	END IF;
+	-- lapsed but not claimed by anyone: still this holder's, renewed
+	EXECUTE format($q$
+		UPDATE %s
+		   SET expires_at = now() + $2 * interval '1 ms',
+		       horizon_ms = greatest(horizon_ms, $3), renewed_at = now(), released_at = NULL
+		 WHERE node = $1
+		RETURNING true, holder, generation, horizon_ms, expires_at
+		$q$, tbl)
+		INTO renewed, holder, holder_generation, horizon_ms, expires_at
+		USING $1, $3, $4;
+END
+$$;
+
+COMMENT ON FUNCTION snowflake_lease_renew(integer, bigint, integer, bigint) IS
+'renew a lease of this generation, recording a horizon at least that far; renewed is false if another generation holds it';
+
+CREATE FUNCTION snowflake_lease_release(node integer, generation bigint, end_ms bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	-- the table, in whatever schema the extension is now
+	tbl regclass := (SELECT format('%I.snowflake_lease', n.nspname)::regclass
+					   FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+					  WHERE e.extname = 'snowflake');
+	released boolean;
+BEGIN
+	-- the holder's ids all lie below end_ms: their exact end may lower the
+	-- horizon, never below what an earlier holder issued
+	EXECUTE format($q$
+		UPDATE %s
+		   SET expires_at = now(), released_at = now(),
+		       horizon_ms = greatest(floor_ms, $3)
+		 WHERE node = $1 AND generation = $2
+		RETURNING true
+		$q$, tbl)
+		INTO released USING $1, $2, $3;
+	RETURN coalesce(released, false);
+END
+$$;
+
+COMMENT ON FUNCTION snowflake_lease_release(integer, bigint, bigint) IS
+'release a lease of this generation, with the exact end of its ids; false if another generation holds it';
+
+-- Issuing servers connect with a role granted EXECUTE on these three:
+--   GRANT EXECUTE ON FUNCTION snowflake_lease_claim(text, integer[], integer[], integer, integer, bigint),
+--     snowflake_lease_renew(integer, bigint, integer, bigint),
+--     snowflake_lease_release(integer, bigint, bigint) TO snowflake_fleet;
+REVOKE ALL ON FUNCTION snowflake_lease_claim(text, integer[], integer[], integer, integer, bigint),
+	snowflake_lease_renew(integer, bigint, integer, bigint),
+	snowflake_lease_release(integer, bigint, bigint) FROM PUBLIC;

@@ -16,6 +16,7 @@
 #include "utils/fmgrprotos.h"
 #include "utils/timestamp.h"
 
+#include "lease.h"
 #include "snowflake.h"
 
 PG_FUNCTION_INFO_V1(snowflake_nextval);
@@ -317,12 +318,18 @@ Datum
 snowflake_stats(PG_FUNCTION_ARGS)
 {
 	SnowflakeStats stats;
-	Datum		values[15];
-	bool		nulls[15] = {false};
+	LeaseInfo	lease;
+	int32		worker = -1;
+	Datum		values[22];
+	bool		nulls[22] = {false};
 
 	GeneratorGetStats(&stats);
+	LeaseGetInfo(&lease);
+	worker = SnowflakeLeases() ? GeneratorWorkerValue() : snowflake_worker_id;
 
-	values[0] = Int32GetDatum(snowflake_worker_id);
+	/* with leases: the worker id held now, NULL while none is */
+	values[0] = Int32GetDatum(worker);
+	nulls[0] = (worker < 0);
 	values[1] = CStringGetTextDatum(snowflake_layout.name);
 	values[2] = TimestampTzGetDatum(SnowflakeMsToTimestamptz(snowflake_layout.epoch_ms));
 	values[3] = Int64GetDatum(stats.last_ms);
@@ -339,6 +346,18 @@ snowflake_stats(PG_FUNCTION_ARGS)
 	values[12] = TimestampTzGetDatum(stats.started_at);
 	values[13] = Int64GetDatum(stats.backend_mark_writes);
 	values[14] = Int64GetDatum(stats.mark_waits);
+	values[15] = CStringGetTextDatum(lease.state);
+	values[16] = Int64GetDatum(lease.generation);
+	nulls[16] = (lease.generation == 0);
+	values[17] = TimestampTzGetDatum(lease.valid_until);
+	nulls[17] = (lease.valid_until == 0);
+	values[18] = TimestampTzGetDatum(SnowflakeMsToTimestamptz(lease.horizon_ms));
+	nulls[18] = (lease.horizon_ms == 0);
+	values[19] = CStringGetTextDatum(lease.coordinator);
+	nulls[19] = (lease.coordinator[0] == '\0');
+	values[20] = TimestampTzGetDatum(lease.renewed_at);
+	nulls[20] = (lease.renewed_at == 0);
+	values[21] = Int64GetDatum(lease.requests);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(fn_stats_tupdesc(fcinfo, lengthof(values)),
 													  values, nulls)));

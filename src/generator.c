@@ -54,6 +54,7 @@
 #include SNOWFLAKE_WAIT_EVENT_HEADER
 #include SNOWFLAKE_XLOG_RECOVERY_HEADER
 #include "decision.h"
+#include "lease.h"
 #include "mark.h"
 #include "snowflake.h"
 
@@ -65,16 +66,31 @@ typedef enum GeneratorProblem
 	PROBLEM_LAYOUT_CHANGED		/* new ids would sort below issued ones */
 } GeneratorProblem;
 
+/*
+ * next of a node that issues nothing: the worker id while no lease is
+ * held.  Never an id (ids are positive, or at most 2^63 + ... past the last
+ * tick), and its tick lies ahead of every clock, so the common path leaves
+ * it to the slow path.
+ */
+#define GEN_CLOSED	PG_UINT64_MAX
+
 /* One node value's generator */
 typedef struct GenNode
 {
-	/* written by every call, and alone on their cache line */
-	pg_atomic_uint64 next;		/* the next id (decision.h) */
+	/* read by every call, and written by it: a cache line of their own */
+	pg_atomic_uint64 next;		/* the next id (decision.h), or GEN_CLOSED */
 	pg_atomic_uint64 ids_before;	/* ids issued in ticks before next's */
-	char		hot_end[PG_CACHE_LINE_SIZE - 2 * sizeof(pg_atomic_uint64)];
+	pg_atomic_uint64 fast_limit_tick;	/* with a lease, the common path
+										 * issues below this tick only */
+	char		hot_end[PG_CACHE_LINE_SIZE - 3 * sizeof(pg_atomic_uint64)];
+
+	/* with a lease: ids are issued below this tick only (the horizon) */
+	pg_atomic_uint64 hard_tick;
 
 	/* the slow path's, under lock */
 	LWLock	   *lock;
+	int32		value;			/* the node value, -1 while closed */
+	uint64		closed_next;	/* next when it was last closed */
 	uint64		slow_next;		/* next as the slow path last set it */
 	int64		slow_clock_ms;	/* and the clock it read then */
 	uint64		floor;			/* next as start-up (or the end of recovery)
@@ -114,7 +130,8 @@ typedef struct GeneratorState
 	pg_atomic_uint64 backend_mark_writes;	/* of those, by calls */
 	pg_atomic_uint64 mark_waits;
 
-	slock_t		mutex;			/* guards the three fields below */
+	slock_t		mutex;			/* guards the three fields below, and
+								 * retained */
 	Latch	   *worker_latch;	/* the mark writer's, while it runs */
 	int			worker_pid;
 	bool		logged_no_worker;
@@ -130,7 +147,15 @@ typedef struct GeneratorState
 	int64		loaded_mark_ms; /* and its highest mark */
 	TimestampTz started_at;
 
-	/* marks of node values this server no longer issues for, kept */
+	/* the worker id of the mark found at start-up, -1 if none */
+	int32		mark_worker_node;
+	/* the floor recovery set (gen_end_recovery), for nodes opened later */
+	int64		recovery_floor_ms;
+
+	/*
+	 * Marks of node values this server no longer issues for, kept; under
+	 * mutex once the server runs (a lease moving to another value adds one)
+	 */
 	int			nretained;
 	SnowflakeMarkEntry retained[SNOWFLAKE_MARK_MAX_RETAINED];
 } GeneratorState;
@@ -237,7 +262,7 @@ gen_ids_issued(GenNode *node)
 	uint64		next = pg_atomic_read_u64(&node->next);
 
 	return (int64) pg_atomic_read_u64(&node->ids_before) +
-		GenSequenceOf(&snowflake_layout, next);
+		(next == GEN_CLOSED ? 0 : GenSequenceOf(&snowflake_layout, next));
 }
 
 /*
@@ -290,12 +315,12 @@ gen_entry_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The index of a node value in snowflake_nodes, or -1. */
+/* The index of a shard in snowflake_nodes, or -1. */
 static int
 gen_node_index(int32 node_value)
 {
 	int			low = 0;
-	int			high = snowflake_nnodes - 1;
+	int			high = snowflake_worker_index - 1;
 
 	while (low <= high)
 	{
@@ -309,6 +334,36 @@ gen_node_index(int32 node_value)
 			high = mid - 1;
 	}
 	return -1;
+}
+
+/*
+ * Keep the mark of a node value this server no longer issues for (under
+ * mutex once the server runs); when full, the oldest mark gives way.
+ */
+static void
+gen_retain(int32 value, int64 mark_ms)
+{
+	int			k = gen->nretained;
+
+	for (int i = 0; i < gen->nretained; i++)
+		if (gen->retained[i].node == value)
+		{
+			gen->retained[i].mark_ms = Max(gen->retained[i].mark_ms, mark_ms);
+			return;
+		}
+	if (k == SNOWFLAKE_MARK_MAX_RETAINED)
+	{
+		k = 0;
+		for (int j = 1; j < gen->nretained; j++)
+			if (gen->retained[j].mark_ms < gen->retained[k].mark_ms)
+				k = j;
+		if (gen->retained[k].mark_ms >= mark_ms)
+			return;
+	}
+	else
+		gen->nretained++;
+	gen->retained[k].node = value;
+	gen->retained[k].mark_ms = mark_ms;
 }
 
 /* Set a node's floor: it issues from the first tick at or after floor_ms. */
@@ -381,10 +436,14 @@ gen_load_mark(void)
 	 * more than the tolerance it has moved backwards, but the reserve the
 	 * mark held ahead of it (after a crash) is merely waited out.
 	 */
+	gen->mark_worker_node = m.worker_node;
 	for (int i = 0; i < snowflake_nnodes; i++)
 	{
-		const SnowflakeMarkEntry *e = gen_mark_entry(&m, snowflake_nodes[i]);
+		const SnowflakeMarkEntry *e;
 
+		if (snowflake_nodes[i] < 0)
+			continue;			/* the worker id of a lease: when it comes */
+		e = gen_mark_entry(&m, snowflake_nodes[i]);
 		if (e == NULL)
 			continue;
 		gen_set_floor(gen_node(i), e->mark_ms, Min(m.written_ms, e->mark_ms));
@@ -392,32 +451,16 @@ gen_load_mark(void)
 		if (i == snowflake_worker_index)
 			worker_covered = true;
 	}
-	if (!worker_covered)
+	if (!worker_covered && !SnowflakeLeases())
 		ereport(LOG,
 				(errmsg("the snowflake high-water mark has no entry for worker id %d: its ids start from the clock",
 						snowflake_worker_id)));
 
 	/* the node values this server no longer issues for keep their marks */
 	for (int i = 0; i < m.nentries; i++)
-	{
-		int			k = gen->nretained;
-
-		if (m.entries[i].node < 0 || gen_node_index(m.entries[i].node) >= 0)
-			continue;
-		if (k == SNOWFLAKE_MARK_MAX_RETAINED)
-		{
-			/* full: the oldest mark gives way */
-			k = 0;
-			for (int j = 1; j < gen->nretained; j++)
-				if (gen->retained[j].mark_ms < gen->retained[k].mark_ms)
-					k = j;
-			if (gen->retained[k].mark_ms >= m.entries[i].mark_ms)
-				continue;
-		}
-		else
-			gen->nretained++;
-		gen->retained[k] = m.entries[i];
-	}
+		if (m.entries[i].node >= 0 && gen_node_index(m.entries[i].node) < 0 &&
+			m.entries[i].node != snowflake_nodes[snowflake_worker_index])
+			gen_retain(m.entries[i].node, m.entries[i].mark_ms);
 
 	/*
 	 * Calls take the slow path until a mark is written: that is where they
@@ -427,7 +470,7 @@ gen_load_mark(void)
 }
 
 /*
- * The entries of a mark: every node of this server at node_mark_ms (or
+ * The entries of a mark: every open node of this server at node_mark_ms (or
  * each at its own, from mark_of), and the retained ones at theirs,
  * ascending by node.  palloc'd.
  */
@@ -435,35 +478,56 @@ static void
 gen_mark_entries(SnowflakeMark *m, int64 node_mark_ms, int64 (*mark_of) (int index))
 {
 	int			n = 0;
-	int			r = 0;
-	SnowflakeMarkEntry *retained = palloc(sizeof(SnowflakeMarkEntry) * (gen->nretained + 1));
+	int			kept = 0;
+	int32		worker = gen_node(snowflake_worker_index)->value;
 
-	memcpy(retained, gen->retained, sizeof(SnowflakeMarkEntry) * gen->nretained);
-	qsort(retained, gen->nretained, sizeof(SnowflakeMarkEntry), gen_entry_cmp);
-	m->entries = palloc(sizeof(SnowflakeMarkEntry) * (snowflake_nnodes + gen->nretained));
+	m->worker_node = worker;
+	m->entries = palloc(sizeof(SnowflakeMarkEntry) *
+						(snowflake_nnodes + SNOWFLAKE_MARK_MAX_RETAINED));
 	for (int i = 0; i < snowflake_nnodes; i++)
 	{
-		while (r < gen->nretained && retained[r].node < snowflake_nodes[i])
-			m->entries[n++] = retained[r++];
-		m->entries[n].node = snowflake_nodes[i];
+		int32		value = i == snowflake_worker_index ? worker : snowflake_nodes[i];
+
+		if (value < 0)
+			continue;
+		m->entries[n].node = value;
 		m->entries[n++].mark_ms = mark_of ? mark_of(i) : node_mark_ms;
 	}
-	while (r < gen->nretained)
-		m->entries[n++] = retained[r++];
-	m->nentries = n;
-	pfree(retained);
+	SpinLockAcquire(&gen->mutex);
+	memcpy(m->entries + n, gen->retained, sizeof(SnowflakeMarkEntry) * gen->nretained);
+	n += gen->nretained;
+	SpinLockRelease(&gen->mutex);
+
+	/* ascending; a value both current and retained keeps the higher mark */
+	qsort(m->entries, n, sizeof(SnowflakeMarkEntry), gen_entry_cmp);
+	for (int i = 0; i < n; i++)
+	{
+		if (kept > 0 && m->entries[kept - 1].node == m->entries[i].node)
+			m->entries[kept - 1].mark_ms = Max(m->entries[kept - 1].mark_ms,
+											   m->entries[i].mark_ms);
+		else
+			m->entries[kept++] = m->entries[i];
+	}
+	m->nentries = kept;
 }
 
-/* Every id of node index lies below the start of next's tick, or the next. */
+/* Every id of a next word lies below the start of its tick, or the next. */
 static int64
-gen_exact_mark(int index)
+gen_end_of(GenNode *node, uint64 next)
 {
 	const SnowflakeLayout *layout = &snowflake_layout;
-	GenNode    *node = gen_node(index);
-	uint64		next = pg_atomic_read_u64(&node->next);
 	int64		end = GenTickOf(layout, next) + (GenSequenceOf(layout, next) > 0 ? 1 : 0);
 
 	return Max(node->has_floor ? node->floor_ms : 0, SnowflakeTickStart(layout, end));
+}
+
+static int64
+gen_exact_mark(int index)
+{
+	GenNode    *node = gen_node(index);
+	uint64		next = pg_atomic_read_u64(&node->next);
+
+	return gen_end_of(node, next == GEN_CLOSED ? node->closed_next : next);
 }
 
 /* Write the exact last tick of each node at a clean shutdown of the postmaster. */
@@ -511,16 +575,24 @@ GeneratorShmemStartup(void)
 		pg_atomic_init_u64(&gen->backend_mark_writes, 0);
 		pg_atomic_init_u64(&gen->mark_waits, 0);
 		SpinLockInit(&gen->mutex);
+		gen->mark_worker_node = -1;
 		gen->started_at = GetCurrentTimestamp();
 		for (int i = 0; i < snowflake_nnodes; i++)
 		{
 			GenNode    *node = gen_node(i);
 
-			/* sequence 0 of tick 0: the clock's tick is never below it */
-			pg_atomic_init_u64(&node->next,
+			/*
+			 * Sequence 0 of tick 0: the clock's tick is never below it.  The
+			 * worker id of a lease waits for it, closed.
+			 */
+			node->value = snowflake_nodes[i];
+			pg_atomic_init_u64(&node->next, node->value < 0 ? GEN_CLOSED :
 							   (uint64) SnowflakeCompose(&snowflake_layout, 0,
-														 snowflake_nodes[i], 0));
+														 node->value, 0));
+			node->closed_next = (uint64) SnowflakeCompose(&snowflake_layout, 0, 0, 0);
 			pg_atomic_init_u64(&node->ids_before, 0);
+			pg_atomic_init_u64(&node->fast_limit_tick, PG_INT64_MAX);
+			pg_atomic_init_u64(&node->hard_tick, PG_INT64_MAX);
 			node->lock = &node_locks[i % GEN_NODE_LOCKS].lock;
 		}
 		/* with no mark yet, the first call writes one before issuing */
@@ -622,6 +694,7 @@ gen_end_recovery(void)
 		int64		commit_ms = SnowflakeTimestamptzToMs(latest);
 		int64		floor_ms = commit_ms + 1 + snowflake_max_borrow_ms;
 
+		gen->recovery_floor_ms = floor_ms;
 		for (int i = 0; i < snowflake_nnodes; i++)
 		{
 			GenNode    *node = gen_node(i);
@@ -828,12 +901,18 @@ gen_report_rollback(int64 now, int64 clock_then, int64 floor_ms, bool restarted)
 static GenNode *
 gen_node_of(int32 node_value)
 {
-	int			index = node_value < 0 ? snowflake_worker_index : gen_node_index(node_value);
+	int			index;
 
+	if (node_value < 0 || (!SnowflakeLeases() && node_value == snowflake_worker_id))
+		return gen_node(snowflake_worker_index);
+	index = gen_node_index(node_value);
 	if (index < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("this server does not issue ids for shard %d", node_value),
+				 SnowflakeLeases() ?
+				 errdetail("It issues ids for the worker id it leases and for the shards in \"snowflake.shards\" (%s).",
+						   snowflake_shards) :
 				 errdetail("It issues ids for worker id %d and for the shards in \"snowflake.shards\" (%s).",
 						   snowflake_worker_id, snowflake_shards),
 				 errhint("Add the shard to \"snowflake.shards\" on one server only, and restart it.")));
@@ -849,7 +928,8 @@ gen_reserve_fast(GenNode *node, int64 count, uint64 *first, int64 *reserved)
 {
 	const SnowflakeLayout *layout = &snowflake_layout;
 	int64		now = SnowflakeTickOf(layout, GeneratorClockMs());
-	int64		limit = (int64) pg_atomic_read_u64(&gen->fast_limit_tick);
+	int64		limit = Min((int64) pg_atomic_read_u64(&gen->fast_limit_tick),
+							(int64) pg_atomic_read_u64(&node->fast_limit_tick));
 	uint64		next = pg_atomic_read_u64(&node->next);
 
 	for (;;)
@@ -908,9 +988,18 @@ gen_reserve_slow(GenNode *node, int64 count, bool may_borrow, const char *caller
 			gen_report_problem();
 		}
 
+		/* a worker id from a lease: none held, or no longer valid */
+		s.next = pg_atomic_read_u64(&node->next);
+		if (s.next == GEN_CLOSED || (SnowflakeLeases() && node == gen_node(snowflake_worker_index) &&
+									 !LeaseValidNow()))
+		{
+			LWLockRelease(node->lock);
+			LeaseAwaitWorker(caller);	/* throws unless a lease came */
+			continue;
+		}
+
 		s.layout = layout;
 		s.now_ms = GeneratorClockMs();
-		s.next = pg_atomic_read_u64(&node->next);
 		s.restarted = node->has_floor && s.next == node->floor;
 
 		/*
@@ -922,7 +1011,8 @@ gen_reserve_slow(GenNode *node, int64 count, bool may_borrow, const char *caller
 			(GenSequenceOf(layout, s.next) == 0 ? 1 : 0);
 		s.clock_then_ms = s.next == node->slow_next ? node->slow_clock_ms :
 			SnowflakeTickStart(layout, last_tick);
-		s.mark_tick = (int64) pg_atomic_read_u64(&gen->mark_tick);
+		s.mark_tick = Min((int64) pg_atomic_read_u64(&gen->mark_tick),
+						  (int64) pg_atomic_read_u64(&node->hard_tick));
 		s.max_borrow_ms = may_borrow ? snowflake_max_borrow_ms : 0;
 		s.tolerance_ms = snowflake_rollback_tolerance_ms;
 		GenDecide(&s, &d);
@@ -961,7 +1051,10 @@ gen_reserve_slow(GenNode *node, int64 count, bool may_borrow, const char *caller
 				continue;
 			case GEN_NEED_MARK:
 				LWLockRelease(node->lock);
-				gen_await_mark(d.tick);
+				if (d.tick >= (int64) pg_atomic_read_u64(&node->hard_tick))
+					LeaseAwaitHorizon(SnowflakeTickStart(layout, d.tick + 1), caller);
+				else
+					gen_await_mark(d.tick);
 				continue;
 			case GEN_REFUSE_ROLLBACK:
 				/* the state stays as it was */
@@ -1059,6 +1152,118 @@ GeneratorMarkWriterWaitEvent(void)
 	return gen_wait_event(GEN_WAIT_WORKER_MAIN);
 }
 
+/*
+ * The worker id of a lease (lease.c).  Open: issue ids of node value from
+ * floor_ms on (raised to what this server's own mark and the end of
+ * recovery say), below horizon_ms, on the common path below fast_until_ms.
+ * clock_then_ms: the clock the floor's holder had (a clock further behind
+ * than the tolerance is refused).  Returns the floor used.
+ */
+int64
+GeneratorOpenWorker(int32 value, int64 floor_ms, int64 clock_then_ms,
+					int64 horizon_ms, int64 fast_until_ms)
+{
+	GenNode    *node = gen_node(snowflake_worker_index);
+	uint64		start;
+
+	gen_end_recovery();
+	floor_ms = Max(floor_ms, GeneratorLocalMark(value));
+	floor_ms = Max(floor_ms, gen->recovery_floor_ms);
+	LWLockAcquire(node->lock, LW_EXCLUSIVE);
+	Assert(pg_atomic_read_u64(&node->next) == GEN_CLOSED);
+	node->value = value;
+	GeneratorSetLeaseLimits(horizon_ms, fast_until_ms);
+	start = GenStartOfTick(&snowflake_layout,
+						   (uint64) SnowflakeCompose(&snowflake_layout, 0, value, 0),
+						   gen_mark_tick(floor_ms));
+	node->floor = node->slow_next = start;
+	node->has_floor = true;
+	node->floor_ms = floor_ms;
+	node->slow_clock_ms = Min(clock_then_ms, floor_ms);
+	pg_write_barrier();			/* the limits before the word that opens it */
+	pg_atomic_write_u64(&node->next, start);
+	LWLockRelease(node->lock);
+	return floor_ms;
+}
+
+/* A renewed lease: ids below horizon_ms, on the common path below fast_until_ms. */
+void
+GeneratorSetLeaseLimits(int64 horizon_ms, int64 fast_until_ms)
+{
+	GenNode    *node = gen_node(snowflake_worker_index);
+
+	pg_atomic_write_u64(&node->hard_tick, (uint64) gen_mark_tick(horizon_ms));
+	pg_atomic_write_u64(&node->fast_limit_tick,
+						(uint64) Min(gen_mark_tick(fast_until_ms), gen_mark_tick(horizon_ms)));
+}
+
+/*
+ * Close the worker id: no id is issued under it from now on, by any call.
+ * Its value keeps a mark among the retained ones.  Returns the exact end of
+ * its ids (every one lies below it), or 0 if it was closed already.
+ */
+int64
+GeneratorCloseWorker(void)
+{
+	GenNode    *node = gen_node(snowflake_worker_index);
+	uint64		old;
+	int64		end = 0;
+
+	LWLockAcquire(node->lock, LW_EXCLUSIVE);
+	old = pg_atomic_read_u64(&node->next);
+	while (old != GEN_CLOSED &&
+		   !pg_atomic_compare_exchange_u64(&node->next, &old, GEN_CLOSED))
+		;
+	if (old != GEN_CLOSED)
+	{
+		int64		kept_ms;
+
+		pg_atomic_fetch_add_u64(&node->ids_before, GenSequenceOf(&snowflake_layout, old));
+		node->closed_next = old;
+		end = gen_end_of(node, old);
+
+		/* until the mark is written again, the mark in force covers it */
+		kept_ms = Max(end, (int64) pg_atomic_read_u64(&gen->mark_ms));
+		SpinLockAcquire(&gen->mutex);
+		gen_retain(node->value, kept_ms);
+		SpinLockRelease(&gen->mutex);
+		node->value = -1;
+		pg_atomic_write_u64(&node->hard_tick, 0);
+		pg_atomic_write_u64(&node->fast_limit_tick, 0);
+	}
+	LWLockRelease(node->lock);
+	return end;
+}
+
+/* The mark this server keeps for a node value it issued for before, or 0. */
+int64
+GeneratorLocalMark(int32 value)
+{
+	int64		mark_ms = 0;
+
+	SpinLockAcquire(&gen->mutex);
+	for (int i = 0; i < gen->nretained; i++)
+		if (gen->retained[i].node == value)
+			mark_ms = gen->retained[i].mark_ms;
+	SpinLockRelease(&gen->mutex);
+	return mark_ms;
+}
+
+/* The worker id of the mark found at start-up, to take its lease back. */
+int32
+GeneratorMarkWorkerNode(void)
+{
+	return gen->mark_worker_node;
+}
+
+/* The worker id issued for now, -1 if none. */
+int32
+GeneratorWorkerValue(void)
+{
+	return pg_atomic_read_u64(&gen_node(snowflake_worker_index)->next) == GEN_CLOSED ?
+		-1 : gen_node(snowflake_worker_index)->value;
+}
+
 void
 GeneratorGetStats(SnowflakeStats *stats)
 {
@@ -1075,6 +1280,8 @@ GeneratorGetStats(SnowflakeStats *stats)
 		uint64		next = pg_atomic_read_u64(&node->next);
 
 		/* the last id lies in next's tick, or in the one before */
+		if (next == GEN_CLOSED)
+			next = node->closed_next;
 		if (issued > 0)
 			end_tick = Max(end_tick, GenTickOf(layout, next) -
 						   (GenSequenceOf(layout, next) == 0 ? 1 : 0));

@@ -5,8 +5,8 @@
  *	  load and validation.
  *
  * Version 2 of the file is a header (magic number, format version, flags,
- * the layout: widths, field order, tick and epoch; the time it was written
- * and the number of entries), then one entry per node value (the node and
+ * the layout: widths, field order, tick and epoch; the worker id, the time
+ * it was written and the number of entries), then one entry per node value (the node and
  * its mark, in absolute Unix milliseconds, ascending by node), then a
  * CRC-32C over all of it.  Keying the marks on node values means a node
  * this server issued ids for is protected whatever the worker id is now: a
@@ -48,6 +48,8 @@ typedef struct MarkHeader
 	int32		sequence_bits;
 	int32		tick_ms;
 	int32		nentries;
+	int32		worker_node;
+	int32		reserved;		/* zero */
 	int64		epoch_ms;
 	int64		written_ms;
 } MarkHeader;
@@ -136,6 +138,7 @@ mark_load_v1(SnowflakeMark *mark, const char *bytes, ssize_t length,
 					data.sequence_bits, data.flags, data.tick_ms, data.epoch_ms);
 	mark->written_ms = data.written_ms;
 	mark->clean = (data.flags & MARK_FLAG_CLEAN) != 0;
+	mark->worker_node = data.worker_id;
 	mark->nentries = 1;
 	mark->entries = palloc(sizeof(SnowflakeMarkEntry));
 	mark->entries[0].node = -1;
@@ -183,6 +186,7 @@ mark_parse(SnowflakeMark *mark, const char *bytes, ssize_t length,
 						header.epoch_ms);
 		mark->written_ms = header.written_ms;
 		mark->clean = (header.flags & MARK_FLAG_CLEAN) != 0;
+		mark->worker_node = header.worker_node;
 		mark->nentries = header.nentries;
 		mark->entries = palloc(sizeof(SnowflakeMarkEntry) * Max(header.nentries, 1));
 		for (int i = 0; i < header.nentries; i++)
@@ -201,6 +205,8 @@ mark_parse(SnowflakeMark *mark, const char *bytes, ssize_t length,
 		info->layout = mark->layout;
 		return mark_fail(info, MARK_IMPOSSIBLE_LAYOUT, 0, 0);
 	}
+	if (mark->worker_node < -1 || mark->worker_node > SnowflakeMaxNode(&mark->layout))
+		return mark_fail(info, MARK_IMPOSSIBLE_ENTRY, mark->worker_node, 0);
 	for (int i = 0; i < mark->nentries; i++)
 	{
 		const SnowflakeMarkEntry *e = &mark->entries[i];
@@ -305,6 +311,7 @@ MarkWrite(const SnowflakeMark *mark, int elevel)
 	header.sequence_bits = mark->layout.sequence_bits;
 	header.tick_ms = mark->layout.tick_ms;
 	header.nentries = mark->nentries;
+	header.worker_node = mark->worker_node;
 	header.epoch_ms = mark->layout.epoch_ms;
 	header.written_ms = mark->written_ms;
 	memcpy(bytes, &header, sizeof(header));

@@ -36,6 +36,8 @@ typedef struct SnowflakeMark
 	bool		clean;			/* written at a clean shutdown: each mark_ms
 								 * is exactly its node's last id's ms + 1 */
 	SnowflakeLayout layout;		/* under which the ids were issued */
+	int32		worker_node;	/* the worker id when it was written, -1 if
+								 * none (a lease is taken back at restart) */
 	int			nentries;
 	SnowflakeMarkEntry *entries;	/* ascending by node */
 } SnowflakeMark;

@@ -15,10 +15,12 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "lib/stringinfo.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "compat.h"
+#include "lease.h"
 #include "snowflake.h"
 #include "uuidv7.h"
 
@@ -29,6 +31,9 @@ int			snowflake_rollback_tolerance_ms = 5;
 int			snowflake_mark_interval_ms = 1000;
 int			snowflake_max_borrow_ms = 0;
 char	   *snowflake_shards = NULL;
+char	   *snowflake_lease_conninfo = NULL;
+int			snowflake_lease_ttl_ms = 10000;
+char	   *snowflake_lease_worker_ids = NULL;
 static char *snowflake_epoch = NULL;
 static char *snowflake_layout_text = NULL;
 
@@ -125,17 +130,20 @@ assign_layout(const char *newval, void *extra)
 }
 
 /*
- * Parse a list of shards, such as "0-99, 200, 300-310", into ascending
- * values in values (or NULL to count only), none above max_node.  Returns
- * the count, or -1 with a palloc'd sentence in *problem.
+ * Parse a list of numbers and ranges, such as "0-99, 200, 300-310",
+ * ascending and disjoint, none above max.  Fills lows and highs (unless
+ * NULL) with the ranges; returns their count and sets *nvalues to the count
+ * of values, or returns -1 with a palloc'd sentence in *problem.
  */
 static int
-snowflake_parse_shards(const char *text, int *values, int64 max_node, char **problem)
+snowflake_parse_ranges(const char *text, int64 max, int *lows, int *highs,
+					   int64 *nvalues, char **problem)
 {
 	const char *p = text;
 	int			count = 0;
 	int64		previous = -1;
 
+	*nvalues = 0;
 	while (*p)
 	{
 		char	   *end;
@@ -160,37 +168,115 @@ snowflake_parse_shards(const char *text, int *values, int64 max_node, char **pro
 		}
 		if (*p != '\0' && *p != ',' && *p != ' ')
 			goto malformed;
-		if (low > high || high > max_node)
+		if (low > high || high > max)
 		{
-			*problem = psprintf("The range %lld-%lld is empty or beyond the largest shard of layout \"%s\", %lld.",
+			*problem = psprintf("The range %lld-%lld is empty or beyond the largest node of layout \"%s\", %lld.",
 								(long long) low, (long long) high,
-								snowflake_layout.name, (long long) max_node);
+								snowflake_layout.name, (long long) max);
 			return -1;
 		}
 		if (low <= previous)
 		{
-			*problem = psprintf("Shard %lld is listed twice or out of order: list shards in ascending order.",
+			*problem = psprintf("%lld is listed twice or out of order: list numbers in ascending order.",
 								(long long) low);
 			return -1;
 		}
-		if (count + (high - low + 1) > SNOWFLAKE_MAX_NODES)
+		if (lows)
 		{
-			*problem = psprintf("A server issues ids for at most %d shards.",
-								SNOWFLAKE_MAX_NODES);
-			return -1;
+			lows[count] = (int) low;
+			highs[count] = (int) high;
 		}
-		for (int64 v = low; v <= high; v++)
-			if (values)
-				values[count++] = (int) v;
-			else
-				count++;
+		count++;
+		*nvalues += high - low + 1;
 		previous = high;
 	}
 	return count;
 
 malformed:
-	*problem = psprintf("Shards are listed as numbers and ranges, such as \"0-99, 200, 300-310\".");
+	*problem = psprintf("Write numbers and ranges, such as \"0-99, 200, 300-310\".");
 	return -1;
+}
+
+/*
+ * Parse a list of shards into ascending values (of room for the count, or
+ * NULL to count only).  Returns the count, or -1 with a sentence in problem.
+ */
+static int
+snowflake_parse_shards(const char *text, int *values, int64 max_node, char **problem)
+{
+	int64		nvalues;
+	int			nranges = snowflake_parse_ranges(text, max_node, NULL, NULL, &nvalues, problem);
+	int		   *lows;
+	int		   *highs;
+	int			count = 0;
+
+	if (nranges < 0)
+		return -1;
+	if (nvalues > SNOWFLAKE_MAX_NODES)
+	{
+		*problem = psprintf("A server issues ids for at most %d shards.", SNOWFLAKE_MAX_NODES);
+		return -1;
+	}
+	if (values == NULL)
+		return (int) nvalues;
+	lows = palloc(sizeof(int) * (nranges + 1));
+	highs = palloc(sizeof(int) * (nranges + 1));
+	(void) snowflake_parse_ranges(text, max_node, lows, highs, &nvalues, problem);
+	for (int r = 0; r < nranges; r++)
+		for (int64 v = lows[r]; v <= highs[r]; v++)
+			values[count++] = (int) v;
+	return count;
+}
+
+static bool
+check_lease_worker_ids(char **newval, void **extra, GucSource source)
+{
+	char	   *problem;
+	int64		nvalues;
+
+	if (snowflake_parse_ranges(*newval, PG_INT32_MAX, NULL, NULL, &nvalues, &problem) < 0)
+	{
+		GUC_check_errdetail("%s", problem);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The worker ids a lease may take, as two integer array literals of the
+ * ranges' ends, for the coordinator: every value of the layout by default.
+ */
+void
+SnowflakeLeaseRangeArrays(char **lows_text, char **highs_text)
+{
+	int64		nvalues;
+	char	   *problem;
+	int			n = snowflake_parse_ranges(snowflake_lease_worker_ids, PG_INT32_MAX,
+										   NULL, NULL, &nvalues, &problem);
+	int		   *lows = palloc(sizeof(int) * (n + 1));
+	int		   *highs = palloc(sizeof(int) * (n + 1));
+	StringInfoData l;
+	StringInfoData h;
+
+	(void) snowflake_parse_ranges(snowflake_lease_worker_ids, PG_INT32_MAX,
+								  lows, highs, &nvalues, &problem);
+	if (n == 0)
+	{
+		lows[0] = 0;
+		highs[0] = SnowflakeMaxNode(&snowflake_layout);
+		n = 1;
+	}
+	initStringInfo(&l);
+	initStringInfo(&h);
+	for (int i = 0; i < n; i++)
+	{
+		appendStringInfo(&l, "%s%d", i ? "," : "{", lows[i]);
+		appendStringInfo(&h, "%s%d", i ? "," : "{", highs[i]);
+	}
+	appendStringInfoChar(&l, '}');
+	appendStringInfoChar(&h, '}');
+	*lows_text = MemoryContextStrdup(TopMemoryContext, l.data);
+	*highs_text = MemoryContextStrdup(TopMemoryContext, h.data);
 }
 
 /*
@@ -231,30 +317,28 @@ check_worker_id(int *newval, void **extra, GucSource source)
 	return true;
 }
 
-/* The node values of this server: its worker id and its shards, ascending. */
+/*
+ * The node values of this server: its shards ascending, then its worker id
+ * (-1 with leases).  A worker id that is also listed as a shard is the
+ * worker id.
+ */
 static void
 snowflake_build_nodes(void)
 {
 	char	   *problem;
 	int			count;
-	int			i = 0;
+	int			kept = 0;
 
 	/* snowflake_check_final accepted the list: it parses */
 	count = snowflake_parse_shards(snowflake_shards, NULL, PG_INT32_MAX, &problem);
 	snowflake_nodes = MemoryContextAlloc(TopMemoryContext, sizeof(int) * (count + 1));
 	(void) snowflake_parse_shards(snowflake_shards, snowflake_nodes, PG_INT32_MAX, &problem);
-
-	/* insert the worker id in order, unless it is one of the shards */
-	while (i < count && snowflake_nodes[i] < snowflake_worker_id)
-		i++;
-	if (i == count || snowflake_nodes[i] != snowflake_worker_id)
-	{
-		memmove(snowflake_nodes + i + 1, snowflake_nodes + i, sizeof(int) * (count - i));
-		snowflake_nodes[i] = snowflake_worker_id;
-		count++;
-	}
-	snowflake_nnodes = count;
-	snowflake_worker_index = i;
+	for (int i = 0; i < count; i++)
+		if (SnowflakeLeases() || snowflake_nodes[i] != snowflake_worker_id)
+			snowflake_nodes[kept++] = snowflake_nodes[i];
+	snowflake_worker_index = kept;
+	snowflake_nodes[kept] = SnowflakeLeases() ? -1 : snowflake_worker_id;
+	snowflake_nnodes = kept + 1;
 }
 
 /*
@@ -312,6 +396,9 @@ snowflake_check_final(const char *const *names, char **configured)
 		if (strcmp(names[i], "snowflake.shards") == 0 &&
 			snowflake_parse_shards(value, NULL, PG_INT32_MAX, &problem) < 0)
 			snowflake_refuse(names[i], value, problem);
+		if (strcmp(names[i], "snowflake.lease_worker_ids") == 0 &&
+			snowflake_parse_ranges(value, PG_INT32_MAX, NULL, NULL, &ignored, &problem) < 0)
+			snowflake_refuse(names[i], value, problem);
 		if (strcmp(names[i], "snowflake.worker_id") == 0 &&
 			(!parse_int(value, &worker_id, 0, NULL) || worker_id < 0))
 			snowflake_refuse(names[i], value,
@@ -327,6 +414,40 @@ snowflake_check_final(const char *const *names, char **configured)
 								  snowflake_layout.name, snowflake_layout.node_bits, max_node));
 	if (snowflake_parse_shards(snowflake_shards, NULL, max_node, &problem) < 0)
 		snowflake_refuse("snowflake.shards", snowflake_shards, problem);
+
+	/* with leases the worker id comes from them, in their range */
+	if (SnowflakeLeases())
+	{
+		int64		nvalues;
+		int			nshards = snowflake_parse_shards(snowflake_shards, NULL, max_node, &problem);
+		int		   *shards = palloc(sizeof(int) * (nshards + 1));
+		int			nranges;
+		int		   *lows;
+		int		   *highs;
+
+		for (int i = 0; names[i] != NULL; i++)
+			if (strcmp(names[i], "snowflake.worker_id") == 0 && configured[i] != NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("\"snowflake.worker_id\" and \"snowflake.lease_conninfo\" cannot both be set"),
+						 errdetail("With \"snowflake.lease_conninfo\" the worker id comes from a lease."),
+						 errhint("Remove \"snowflake.worker_id\", or \"snowflake.lease_conninfo\".")));
+		nranges = snowflake_parse_ranges(snowflake_lease_worker_ids, max_node, NULL, NULL,
+										 &nvalues, &problem);
+		if (nranges < 0)
+			snowflake_refuse("snowflake.lease_worker_ids", snowflake_lease_worker_ids, problem);
+		lows = palloc(sizeof(int) * (nranges + 1));
+		highs = palloc(sizeof(int) * (nranges + 1));
+		(void) snowflake_parse_ranges(snowflake_lease_worker_ids, max_node, lows, highs,
+									  &nvalues, &problem);
+		(void) snowflake_parse_shards(snowflake_shards, shards, max_node, &problem);
+		for (int i = 0; i < nshards; i++)
+			for (int r = 0; r < nranges; r++)
+				if (shards[i] >= lows[r] && shards[i] <= highs[r])
+					snowflake_refuse("snowflake.lease_worker_ids", snowflake_lease_worker_ids,
+									 psprintf("Shard %d of \"snowflake.shards\" is in the range: a worker id from a lease would share its ids.",
+											  shards[i]));
+	}
 }
 
 #ifdef SNOWFLAKE_SHMEM_REQUEST_HOOK
@@ -336,6 +457,7 @@ snowflake_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	GeneratorShmemRequest();
+	LeaseShmemRequest();
 	Uuidv7ShmemRequest();
 }
 #endif
@@ -346,6 +468,7 @@ snowflake_shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	GeneratorShmemStartup();
+	LeaseShmemStartup();
 	Uuidv7ShmemStartup();
 }
 
@@ -353,7 +476,7 @@ void
 _PG_init(void)
 {
 	static const char *const names[] = {"snowflake.epoch", "snowflake.layout",
-	"snowflake.worker_id", "snowflake.shards", NULL};
+	"snowflake.worker_id", "snowflake.shards", "snowflake.lease_worker_ids", NULL};
 	char	   *configured[lengthof(names)];
 
 	/*
@@ -444,6 +567,45 @@ _PG_init(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	/*
+	 * It may hold a password: superuser-only, hidden from other roles.  A
+	 * passfile (passfile=, or ~/.pgpass of the server's user) works too.
+	 */
+	DefineCustomStringVariable("snowflake.lease_conninfo",
+							   "Connection string of the coordinator this server leases its worker id from; empty: the worker id is \"snowflake.worker_id\".",
+							   NULL,
+							   &snowflake_lease_conninfo,
+							   "",
+							   startup_context,
+							   GUC_SUPERUSER_ONLY,
+							   NULL, NULL, NULL);
+
+	/*
+	 * Ten seconds: a worker id whose server died moves to another server
+	 * ten seconds later; three renewals per TTL are a handful of tiny
+	 * transactions; and a coordinator may be away for most of ten seconds (a
+	 * failover of a Patroni-managed primary takes a few) before calls fail.
+	 */
+	DefineCustomIntVariable("snowflake.lease_ttl_ms",
+							"How long a worker id lease lasts without a renewal.",
+							NULL,
+							&snowflake_lease_ttl_ms,
+							10000,
+							500,
+							600000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("snowflake.lease_worker_ids",
+							   "Worker ids this server may lease, as numbers and ranges; empty: every worker id of the layout.",
+							   NULL,
+							   &snowflake_lease_worker_ids,
+							   "",
+							   startup_context,
+							   0,
+							   check_lease_worker_ids, NULL, NULL);
+
 	SnowflakeReserveGucPrefix("snowflake");
 
 	if (!process_shared_preload_libraries_in_progress)
@@ -453,12 +615,14 @@ _PG_init(void)
 	snowflake_config_final = true;
 	snowflake_build_nodes();
 	WorkerRegister();
+	LeaseRegisterWorker();
 
 #ifdef SNOWFLAKE_SHMEM_REQUEST_HOOK
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = snowflake_shmem_request;
 #else
 	GeneratorShmemRequest();
+	LeaseShmemRequest();
 	Uuidv7ShmemRequest();
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;

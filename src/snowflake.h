@@ -28,13 +28,21 @@ extern char *snowflake_shards;
 /*
  * The layout in force ("snowflake.layout", with the epoch of
  * "snowflake.epoch" unless the layout names its own), and the node values
- * this server issues ids for: its worker id and its shards, ascending, with
- * the worker id at snowflake_worker_index (snowflake.c).
+ * this server issues ids for (snowflake.c): snowflake_nnodes of them, its
+ * shards ascending, then the worker id at snowflake_worker_index, the last
+ * (-1 with leases: its value comes from the lease).
  */
 extern SnowflakeLayout snowflake_layout;
 extern int *snowflake_nodes;
 extern int	snowflake_nnodes;
 extern int	snowflake_worker_index;
+
+/* Leases of worker ids (lease.c): on when "snowflake.lease_conninfo" is set */
+extern char *snowflake_lease_conninfo;
+extern int	snowflake_lease_ttl_ms;
+extern char *snowflake_lease_worker_ids;
+extern void SnowflakeLeaseRangeArrays(char **lows_text, char **highs_text);
+#define SnowflakeLeases() (snowflake_lease_conninfo != NULL && snowflake_lease_conninfo[0] != '\0')
 
 /* SQLSTATE of a refused clock rollback: an error external to PostgreSQL */
 #define ERRCODE_SNOWFLAKE_CLOCK_ROLLBACK	ERRCODE_SYSTEM_ERROR
@@ -72,6 +80,13 @@ extern long GeneratorMarkWriterTurn(uint64 *seen);
 extern void GeneratorNodeWords(uint64 *words);
 extern void GeneratorSetMarkWriter(struct Latch *latch);
 extern uint32 GeneratorMarkWriterWaitEvent(void);
+extern int64 GeneratorOpenWorker(int32 value, int64 floor_ms, int64 clock_then_ms,
+								 int64 horizon_ms, int64 fast_until_ms);
+extern void GeneratorSetLeaseLimits(int64 horizon_ms, int64 fast_until_ms);
+extern int64 GeneratorCloseWorker(void);
+extern int64 GeneratorLocalMark(int32 value);
+extern int32 GeneratorMarkWorkerNode(void);
+extern int32 GeneratorWorkerValue(void);
 
 /* worker.c */
 extern void WorkerRegister(void);
