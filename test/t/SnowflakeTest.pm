@@ -13,7 +13,7 @@ use Time::HiRes qw(time usleep);
 
 our @EXPORT =
   qw(snowflake_node draw_max is_above psql_stderr step_clock start_with_fake_clock
-  kill_server stream_ids stream_largest);
+  clock_behind_id clock_right kill_server stream_ids stream_largest);
 
 # A new node with snowflake preloaded; $conf is appended to postgresql.conf.
 # The caller starts it and creates the extension.
@@ -90,6 +90,36 @@ sub start_with_fake_clock
 	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
 	local $ENV{NO_FAKE_STAT} = '1';
 	$node->start;
+}
+
+# Step the clock of $node, started by start_with_fake_clock, so that it reads
+# $ms milliseconds before the time of id $id, and runs on from there.  Over
+# a restart that leaves only the high-water mark to keep the next ids above
+# $id: the restart itself cannot have moved the clock past it.
+sub clock_behind_id
+{
+	my ($node, $offset_file, $id, $ms) = @_;
+	my $id_ms = $node->safe_psql('postgres',
+		"SELECT timestamp_ms FROM snowflake_decode(${id}::bigint)");
+
+	# the offset is from the real clock, which this process reads
+	step_clock($offset_file, sprintf('%+.3fs', ($id_ms - $ms) / 1000 - time()));
+}
+
+# Put the clock of a server started by start_with_fake_clock right again
+# (offset 0), before it is stopped next.  Not every process of the server
+# sees the offset: libfaketime reads the real clock while inside a select()
+# it wraps, and the PostgreSQL 15 postmaster does its work in signal handlers
+# that interrupt that select(); the children it forks there (every background
+# worker, the mark writer among them) keep the real clock for good.  A mark
+# such a process writes under a negative offset is ahead of the backends'
+# clock by the offset too, and after the next crash the first call would wait
+# that much longer, or be refused.
+sub clock_right
+{
+	my ($offset_file) = @_;
+
+	step_clock($offset_file, '+0s');
 }
 
 # Kill the postmaster and every backend with SIGKILL at once, as a power
