@@ -368,16 +368,26 @@ typedef struct LeaseHeld
 } LeaseHeld;
 
 static PGconn *lease_conn = NULL;
+static bool trouble_logged;		/* the current trouble is in the log */
 static LeaseHeld held;
 static char *lease_holder;		/* this server, for the coordinator */
 static char *lease_lows;		/* the range of worker ids, as arrays */
 static char *lease_highs;
 
+/*
+ * Trouble talking to the coordinator (unreachable, refused) is the state
+ * only when there is nothing more to say: a lease still held stays held
+ * while renewals fail, and one that expired or was lost stays so; the
+ * trouble is kept as the reason.
+ */
 static void
 lease_set_status(LeaseStatus status, const char *reason)
 {
 	SpinLockAcquire(&lease->mutex);
-	lease->status = status;
+	if ((status != LEASE_UNREACHABLE && status != LEASE_REFUSED) ||
+		(lease->status != LEASE_HELD && lease->status != LEASE_EXPIRED &&
+		 lease->status != LEASE_LOST))
+		lease->status = status;
 	if (reason != NULL)
 		lease_copy_text(lease->reason, sizeof(lease->reason), reason);
 	if (status == LEASE_HELD)
@@ -509,8 +519,6 @@ lease_query(const char *sql, int nparams, const char *const *params)
 		if (result != NULL)
 			PQclear(result);
 		lease_set_status(LEASE_REFUSED, reason);
-		ereport(LOG,
-				(errmsg("the snowflake lease coordinator refused a request: %s", reason)));
 		return NULL;
 	}
 
@@ -577,7 +585,8 @@ lease_drop(LeaseStatus status, const char *reason)
 	return end;
 }
 
-static void
+/* Claim a worker id; returns whether the coordinator answered. */
+static bool
 lease_claim(void)
 {
 	char		prefer[16];
@@ -601,13 +610,13 @@ lease_claim(void)
 					  "FROM snowflake_lease_claim($1, $2::integer[], $3::integer[], $4::integer, $5::integer, $6::bigint)",
 					  6, params);
 	if (res == NULL)
-		return;
+		return false;
 	if (PQntuples(res) == 0)
 	{
 		PQclear(res);
 		held.renew_at_us = sent_us + (int64) snowflake_lease_ttl_ms * 1000 / 3;
 		lease_set_status(LEASE_NONE_FREE, "every worker id of the range is leased");
-		return;
+		return true;
 	}
 	held.held = true;
 	held.node = atoi(PQgetvalue(res, 0, 0));
@@ -635,9 +644,11 @@ lease_claim(void)
 						held.node, held.generation, SnowflakeFormatMs(floor_ms))));
 	}
 	lease_publish(sent_us);
+	return true;
 }
 
-static void
+/* Renew the lease held; returns whether the coordinator answered. */
+static bool
 lease_renew(void)
 {
 	char		node[16];
@@ -660,7 +671,7 @@ lease_renew(void)
 					  "FROM snowflake_lease_renew($1::integer, $2::bigint, $3::integer, $4::bigint)",
 					  4, params);
 	if (res == NULL)
-		return;
+		return false;
 	if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "t") != 0)
 	{
 		SpinLockAcquire(&lease->mutex);
@@ -675,11 +686,12 @@ lease_renew(void)
 				(errmsg("snowflake worker id %d lost: the coordinator gives its lease to another generation",
 						held.node)));
 		held.renew_at_us = 0;	/* claim another at once */
-		return;
+		return true;
 	}
 	held.horizon_ms = strtoi64(PQgetvalue(res, 0, 3), NULL, 10);
 	PQclear(res);
 	lease_publish(sent_us);
+	return true;
 }
 
 /* At a clean shutdown: close the worker id, give it back with its exact end. */
@@ -767,6 +779,7 @@ SnowflakeLeaseClientMain(Datum arg)
 
 	memset(&held, 0, sizeof(held));
 	held.node = -1;
+	trouble_logged = false;
 	turn = AllocSetContextCreate(TopMemoryContext, "snowflake lease client",
 								 ALLOCSET_DEFAULT_SIZES);
 	while (!ShutdownRequestPending)
@@ -794,22 +807,27 @@ SnowflakeLeaseClientMain(Datum arg)
 		if (now_us >= held.renew_at_us ||
 			(held.held && (int64) pg_atomic_read_u64(&lease->need_horizon_ms) > held.horizon_ms))
 		{
-			LeaseStatus before = lease_status();
+			bool		answered = held.held ? lease_renew() : lease_claim();
 
-			if (held.held)
-				lease_renew();
-			else
-				lease_claim();
-			if (lease_status() != LEASE_HELD && lease_status() != before &&
-				lease_status() != LEASE_NONE_FREE)
-				ereport(LOG,
-						(errmsg("the snowflake lease coordinator %s: %s",
-								lease_status() == LEASE_REFUSED ? "refused" : "is unreachable",
-								lease->reason)));
-			/* a failed request is tried again a little later */
-			if (lease_status() == LEASE_UNREACHABLE || lease_status() == LEASE_REFUSED)
+			/* the first failure after an answer is logged; retried soon */
+			if (!answered)
+			{
+				if (!trouble_logged)
+				{
+					char		reason[sizeof(lease->reason)];
+
+					SpinLockAcquire(&lease->mutex);
+					strlcpy(reason, lease->reason, sizeof(reason));
+					SpinLockRelease(&lease->mutex);
+					ereport(LOG,
+							(errmsg("the snowflake lease coordinator did not answer: %s", reason)));
+					trouble_logged = true;
+				}
 				held.renew_at_us = lease_mono_us() +
 					(int64) Min(1000, snowflake_lease_ttl_ms / 10) * 1000;
+			}
+			else
+				trouble_logged = false;
 		}
 
 		wake_us = held.renew_at_us;

@@ -13,16 +13,19 @@ use Time::HiRes qw(time usleep);
 
 our @EXPORT =
   qw(snowflake_node draw_max is_above psql_stderr step_clock start_with_fake_clock
-  clock_behind_id clock_right kill_server stream_ids stream_largest);
+  clock_behind_id clock_right kill_server stream_ids stream_largest
+  lease_coordinator lease_node wait_for_lease freeze_server thaw_server draw_to_file
+  repeated_ids);
 
-# A new node with snowflake preloaded; $conf is appended to postgresql.conf.
-# The caller starts it and creates the extension.
+# A new node with snowflake preloaded; $conf is appended to postgresql.conf,
+# %init goes to init (allows_streaming => 1, say).  The caller starts it and
+# creates the extension.
 sub snowflake_node
 {
-	my ($name, $conf) = @_;
+	my ($name, $conf, %init) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 
-	$node->init;
+	$node->init(%init);
 	$node->append_conf('postgresql.conf',
 		"shared_preload_libraries = 'snowflake'\njit = off\n" . ($conf // ''));
 	return $node;
@@ -185,6 +188,113 @@ sub stream_largest
 	}
 	close($fh);
 	return ($count, $largest, $increasing);
+}
+
+# ---- worker-id leases ------------------------------------------------------
+
+# A coordinator: a plain server (no preload needed) with the extension, and
+# a role "fleet" that may only execute the lease functions.
+sub lease_coordinator
+{
+	my ($name) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+
+	$node->init;
+	$node->start;
+	$node->safe_psql('postgres', q{
+		CREATE EXTENSION snowflake;
+		CREATE ROLE fleet LOGIN;
+		GRANT EXECUTE ON FUNCTION
+			snowflake_lease_claim(text, integer[], integer[], integer, integer, bigint),
+			snowflake_lease_renew(integer, bigint, integer, bigint),
+			snowflake_lease_release(integer, bigint, bigint) TO fleet;});
+	return $node;
+}
+
+# An issuing server that leases its worker id from $coordinator, with a TTL
+# of 2 s unless $conf says otherwise.  The caller starts it.
+sub lease_node
+{
+	my ($name, $coordinator, $conf, %init) = @_;
+	my $conninfo = 'host=' . $coordinator->host . ' port=' . $coordinator->port
+	  . ' dbname=postgres user=fleet';
+
+	return snowflake_node($name,
+		"snowflake.lease_conninfo = '$conninfo'\nsnowflake.lease_ttl_ms = 2000\n"
+		  . ($conf // ''), %init);
+}
+
+# Wait until $node holds a lease; returns its worker id.
+sub wait_for_lease
+{
+	my ($node) = @_;
+
+	$node->poll_query_until('postgres',
+		q{SELECT lease_state = 'held' AND worker_id IS NOT NULL FROM snowflake_stats})
+	  or die $node->name . ' got no lease: '
+	  . $node->safe_psql('postgres', 'SELECT lease_state FROM snowflake_stats');
+	return $node->safe_psql('postgres', 'SELECT worker_id FROM snowflake_stats');
+}
+
+# The postmaster of a running node and all its children (each is its own
+# process-group leader, so they are found by parent).
+sub server_pids
+{
+	my ($node) = @_;
+	my $postmaster = $node->{_pid};
+	my @pids = ($postmaster);
+
+	for my $stat (glob('/proc/[0-9]*/stat'))
+	{
+		open(my $fh, '<', $stat) or next;
+		my $line = <$fh>;
+		close($fh);
+		push @pids, $1
+		  if defined $line && $line =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $postmaster;
+	}
+	return @pids;
+}
+
+# Freeze a server as a paused VM would be, and wake it; the monotonic clock
+# runs on meanwhile.
+sub freeze_server
+{
+	my ($node) = @_;
+	my @pids = server_pids($node);
+
+	kill 'STOP', @pids;
+	return \@pids;
+}
+
+sub thaw_server
+{
+	my ($pids) = @_;
+
+	kill 'CONT', @$pids;
+}
+
+# Start a client drawing $n ids into $file with COPY; returns the harness.
+sub draw_to_file
+{
+	my ($node, $n, $file) = @_;
+	my $stderr = '';
+
+	return IPC::Run::start(
+		[
+			'psql', '-X', '-d', $node->connstr('postgres'), '-c',
+			"COPY (SELECT snowflake_nextval() FROM (SELECT generate_series(1, $n)) s) TO STDOUT"
+		],
+		'>', $file, '2>', \$stderr);
+}
+
+# How many ids appear more than once among the files (one id a line).
+sub repeated_ids
+{
+	my (@files) = @_;
+	my $repeats = `LC_ALL=C sort @files | uniq -d | wc -l`;
+
+	chomp $repeats;
+	return $repeats + 0;
 }
 
 1;
