@@ -131,13 +131,13 @@ assign_layout(const char *newval, void *extra)
 
 /*
  * Parse a list of numbers and ranges, such as "0-99, 200, 300-310",
- * ascending and disjoint, none above max.  Fills lows and highs (unless
- * NULL) with the ranges; returns their count and sets *nvalues to the count
+ * ascending and disjoint, none above max (the largest shard or worker id:
+ * noun says which).  Fills lows and highs (unless NULL) with the ranges; returns their count and sets *nvalues to the count
  * of values, or returns -1 with a palloc'd sentence in *problem.
  */
 static int
-snowflake_parse_ranges(const char *text, int64 max, int *lows, int *highs,
-					   int64 *nvalues, char **problem)
+snowflake_parse_ranges(const char *text, int64 max, const char *noun, int *lows,
+					   int *highs, int64 *nvalues, char **problem)
 {
 	const char *p = text;
 	int			count = 0;
@@ -170,8 +170,8 @@ snowflake_parse_ranges(const char *text, int64 max, int *lows, int *highs,
 			goto malformed;
 		if (low > high || high > max)
 		{
-			*problem = psprintf("The range %lld-%lld is empty or beyond the largest node of layout \"%s\", %lld.",
-								(long long) low, (long long) high,
+			*problem = psprintf("The range %lld-%lld is empty or beyond the largest %s of layout \"%s\", %lld.",
+								(long long) low, (long long) high, noun,
 								snowflake_layout.name, (long long) max);
 			return -1;
 		}
@@ -205,7 +205,8 @@ static int
 snowflake_parse_shards(const char *text, int *values, int64 max_node, char **problem)
 {
 	int64		nvalues;
-	int			nranges = snowflake_parse_ranges(text, max_node, NULL, NULL, &nvalues, problem);
+	int			nranges = snowflake_parse_ranges(text, max_node, "shard", NULL, NULL,
+												 &nvalues, problem);
 	int		   *lows;
 	int		   *highs;
 	int			count = 0;
@@ -221,7 +222,7 @@ snowflake_parse_shards(const char *text, int *values, int64 max_node, char **pro
 		return (int) nvalues;
 	lows = palloc(sizeof(int) * (nranges + 1));
 	highs = palloc(sizeof(int) * (nranges + 1));
-	(void) snowflake_parse_ranges(text, max_node, lows, highs, &nvalues, problem);
+	(void) snowflake_parse_ranges(text, max_node, "shard", lows, highs, &nvalues, problem);
 	for (int r = 0; r < nranges; r++)
 		for (int64 v = lows[r]; v <= highs[r]; v++)
 			values[count++] = (int) v;
@@ -234,7 +235,8 @@ check_lease_worker_ids(char **newval, void **extra, GucSource source)
 	char	   *problem;
 	int64		nvalues;
 
-	if (snowflake_parse_ranges(*newval, PG_INT32_MAX, NULL, NULL, &nvalues, &problem) < 0)
+	if (snowflake_parse_ranges(*newval, PG_INT32_MAX, "worker id", NULL, NULL,
+							   &nvalues, &problem) < 0)
 	{
 		GUC_check_errdetail("%s", problem);
 		return false;
@@ -252,14 +254,14 @@ SnowflakeLeaseRangeArrays(char **lows_text, char **highs_text)
 	int64		nvalues;
 	char	   *problem;
 	int			n = snowflake_parse_ranges(snowflake_lease_worker_ids, PG_INT32_MAX,
-										   NULL, NULL, &nvalues, &problem);
+										   "worker id", NULL, NULL, &nvalues, &problem);
 	int		   *lows = palloc(sizeof(int) * (n + 1));
 	int		   *highs = palloc(sizeof(int) * (n + 1));
 	StringInfoData l;
 	StringInfoData h;
 
 	(void) snowflake_parse_ranges(snowflake_lease_worker_ids, PG_INT32_MAX,
-								  lows, highs, &nvalues, &problem);
+								  "worker id", lows, highs, &nvalues, &problem);
 	if (n == 0)
 	{
 		lows[0] = 0;
@@ -397,7 +399,8 @@ snowflake_check_final(const char *const *names, char **configured)
 			snowflake_parse_shards(value, NULL, PG_INT32_MAX, &problem) < 0)
 			snowflake_refuse(names[i], value, problem);
 		if (strcmp(names[i], "snowflake.lease_worker_ids") == 0 &&
-			snowflake_parse_ranges(value, PG_INT32_MAX, NULL, NULL, &ignored, &problem) < 0)
+			snowflake_parse_ranges(value, PG_INT32_MAX, "worker id", NULL, NULL,
+								   &ignored, &problem) < 0)
 			snowflake_refuse(names[i], value, problem);
 		if (strcmp(names[i], "snowflake.worker_id") == 0 &&
 			(!parse_int(value, &worker_id, 0, NULL) || worker_id < 0))
@@ -432,13 +435,13 @@ snowflake_check_final(const char *const *names, char **configured)
 						 errmsg("\"snowflake.worker_id\" and \"snowflake.lease_conninfo\" cannot both be set"),
 						 errdetail("With \"snowflake.lease_conninfo\" the worker id comes from a lease."),
 						 errhint("Remove \"snowflake.worker_id\", or \"snowflake.lease_conninfo\".")));
-		nranges = snowflake_parse_ranges(snowflake_lease_worker_ids, max_node, NULL, NULL,
+		nranges = snowflake_parse_ranges(snowflake_lease_worker_ids, max_node, "worker id", NULL, NULL,
 										 &nvalues, &problem);
 		if (nranges < 0)
 			snowflake_refuse("snowflake.lease_worker_ids", snowflake_lease_worker_ids, problem);
 		lows = palloc(sizeof(int) * (nranges + 1));
 		highs = palloc(sizeof(int) * (nranges + 1));
-		(void) snowflake_parse_ranges(snowflake_lease_worker_ids, max_node, lows, highs,
+		(void) snowflake_parse_ranges(snowflake_lease_worker_ids, max_node, "worker id", lows, highs,
 									  &nvalues, &problem);
 		(void) snowflake_parse_shards(snowflake_shards, shards, max_node, &problem);
 		for (int i = 0; i < nshards; i++)

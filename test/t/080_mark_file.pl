@@ -18,7 +18,7 @@ $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 my $before = draw_max($node, 1000);
 $node->stop;
-is(-s $mark, 68, 'the mark is a file in the data directory: a 48-byte header, one 16-byte entry, a checksum');
+is(-s $mark, 76, 'the mark is a file in the data directory: a 56-byte header, one 16-byte entry, a checksum');
 
 sub rewrite_mark
 {
@@ -36,16 +36,16 @@ my %broken = (
 	'a flipped byte' => [ sub { my $b = shift; substr($b, 44, 1) ^= "\x01"; $b },
 		qr/DETAIL:  The file's checksum does not match its contents\./ ],
 	'a truncated file' => [ sub { substr(shift, 0, 20) },
-		qr/DETAIL:  The file is 20 bytes long, shorter than the 48 bytes of its header\./ ],
+		qr/DETAIL:  The file is 20 bytes long, shorter than the 56 bytes of its header\./ ],
 	'an empty file' => [ sub { '' },
-		qr/DETAIL:  The file is 0 bytes long, shorter than the 48 bytes of its header\./ ],
+		qr/DETAIL:  The file is 0 bytes long, shorter than the 56 bytes of its header\./ ],
 	'trailing bytes' => [ sub { shift() . 'x' },
-		qr/DETAIL:  The file is 69 bytes long; its header says 68\./ ],
+		qr/DETAIL:  The file is 77 bytes long; its header says 76\./ ],
 	'a newer format' => [ sub { my $b = shift; substr($b, 4, 4) = pack('L', 3); $b },
 		qr/DETAIL:  The file has format version 3; this build reads versions 1 to 2\./ ],
 	'a node field of 40 bits' => [ sub { with_crc(sub { substr($_[0], 16, 4) = pack('l', 40) }, shift) },
 		qr/DETAIL:  The file records an impossible layout: The node fields have 40 bits; at most 31 fit a worker id\./ ],
-	'a node beyond its layout' => [ sub { with_crc(sub { substr($_[0], 48, 4) = pack('l', 5000) }, shift) },
+	'a node beyond its layout' => [ sub { with_crc(sub { substr($_[0], 56, 4) = pack('l', 5000) }, shift) },
 		qr/DETAIL:  The file records an impossible mark for node 5000/ ],
 	'a foreign file' => [ sub { 'not a mark' . ("\0" x 54) },
 		qr/DETAIL:  The file does not start with the magic number/ ],);
@@ -108,7 +108,7 @@ like(slurp_file($node->logfile),
 	'and the log says so');
 $before = draw_max($node, 1000);
 $node->stop;
-is(-s $mark, 48 + 2 * 16 + 4, 'the mark keeps worker id 7 next to 8');
+is(-s $mark, 56 + 2 * 16 + 4, 'the mark keeps worker id 7 next to 8');
 
 # A mark written by 0.1.0 (format 1: one mark for every node of the
 # server), an hour ahead of the clock: it holds back every node.

@@ -131,7 +131,7 @@ my %refused = (
 	"snowflake.lease_worker_ids = '5-3'" =>
 	  qr/FATAL:  invalid value for parameter "snowflake.lease_worker_ids": "5-3"\n.*DETAIL:  The range 5-3 is empty/,
 	"snowflake.lease_worker_ids = '0-2000'" =>
-	  qr/FATAL:  invalid value for parameter "snowflake.lease_worker_ids": "0-2000"\n.*DETAIL:  The range 0-2000 is empty or beyond the largest node of layout "snowflake", 1023\./,
+	  qr/FATAL:  invalid value for parameter "snowflake.lease_worker_ids": "0-2000"\n.*DETAIL:  The range 0-2000 is empty or beyond the largest worker id of layout "snowflake", 1023\./,
 	"snowflake.worker_id = 3" =>
 	  qr/FATAL:  "snowflake.worker_id" and "snowflake.lease_conninfo" cannot both be set/,
 	"snowflake.shards = '5'\nsnowflake.lease_worker_ids = '0-9'" =>
