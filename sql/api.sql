@@ -95,12 +95,21 @@ SELECT ids_issued - :issued_before AS issued,
 -- them certain)
 
 -- an ordinary role reads the statistics, as pg_stat_statements allows, and
--- draws ids
+-- draws ids; it may not reset them
 CREATE ROLE snowflake_reader;
 SET ROLE snowflake_reader;
 SELECT ids_issued > 0 AS readable FROM snowflake_stats;
 SELECT snowflake_nextval() > 0 AS draws, snowflake_timestamp(snowflake_nextval()) > '2025-01-01' AS decodes;
+SELECT snowflake_stats_reset();
 RESET ROLE;
 DROP ROLE snowflake_reader;
+
+-- a reset: every counter from zero, stats_since moves; ids go on above
+SELECT stats_since AS since_before, snowflake_nextval() AS id_before FROM snowflake_stats \gset
+SELECT snowflake_stats_reset();
+SELECT ids_issued, mark_waits, sequence_waits, stats_since > :'since_before' AS since_moved
+  FROM snowflake_stats;
+SELECT count(snowflake_nextval()) FROM generate_series(1, 7);
+SELECT ids_issued, snowflake_nextval() > :id_before AS above FROM snowflake_stats;
 
 DROP TABLE items, batch, big;

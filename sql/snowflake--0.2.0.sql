@@ -151,6 +151,19 @@ CREATE VIEW snowflake_stats AS
 -- change nothing another role owns.
 GRANT SELECT ON snowflake_stats TO PUBLIC;
 
+-- Every counter of snowflake_stats from zero, stats_since now.  VOLATILE
+-- and PARALLEL SAFE, as pg_stat_statements_reset(); superusers and the roles
+-- they grant it to only, as the counters are the whole server's.
+CREATE FUNCTION snowflake_stats_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'snowflake_stats_reset'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_stats_reset() IS
+'reset the counters of snowflake_stats';
+
+REVOKE ALL ON FUNCTION snowflake_stats_reset() FROM PUBLIC;
+
 COMMENT ON VIEW snowflake_stats IS
 'state and counters of the server''s Snowflake generator';
 

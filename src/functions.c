@@ -27,6 +27,7 @@ PG_FUNCTION_INFO_V1(snowflake_timestamp);
 PG_FUNCTION_INFO_V1(snowflake_from_timestamp);
 PG_FUNCTION_INFO_V1(snowflake_layout_info);
 PG_FUNCTION_INFO_V1(snowflake_stats);
+PG_FUNCTION_INFO_V1(snowflake_stats_reset);
 
 /* State of one snowflake_nextval_batch() call between its rows */
 typedef struct BatchState
@@ -361,4 +362,13 @@ snowflake_stats(PG_FUNCTION_ARGS)
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(fn_stats_tupdesc(fcinfo, lengthof(values)),
 													  values, nulls)));
+}
+
+/* Every counter of snowflake_stats from zero, and stats_since now. */
+Datum
+snowflake_stats_reset(PG_FUNCTION_ARGS)
+{
+	GeneratorResetStats();
+	LeaseResetStats();
+	PG_RETURN_VOID();
 }

@@ -97,6 +97,7 @@ typedef struct GenNode
 								 * set it */
 	bool		has_floor;
 	int64		floor_ms;		/* the mark that floor came from */
+	int64		ids_reset;		/* ids issued when the counters were reset */
 	int64		sequence_waits;
 	int64		rollbacks_waited;
 	int64		rollbacks_refused;
@@ -128,6 +129,8 @@ typedef struct GeneratorState
 	ConditionVariable mark_cv;	/* broadcast when a write ends */
 	pg_atomic_uint64 mark_writes;
 	pg_atomic_uint64 backend_mark_writes;	/* of those, by calls */
+	pg_atomic_uint32 wrote_mark;	/* since start-up (not reset with the
+									 * counters) */
 	pg_atomic_uint64 mark_waits;
 
 	slock_t		mutex;			/* guards the three fields below, and
@@ -145,7 +148,7 @@ typedef struct GeneratorState
 	MarkProblemInfo mark_problem;	/* PROBLEM_MARK_INVALID */
 	SnowflakeLayout loaded_layout;	/* PROBLEM_LAYOUT_CHANGED: of the file */
 	int64		loaded_mark_ms; /* and its highest mark */
-	TimestampTz started_at;
+	pg_atomic_uint64 stats_since;	/* start-up, or the last reset */
 
 	/* the worker id of the mark found at start-up, -1 if none */
 	int32		mark_worker_node;
@@ -541,7 +544,7 @@ gen_shmem_shutdown(int code, Datum arg)
 	 * mark written, nothing was issued (a standby never writes one).
 	 */
 	if (code != 0 || gen == NULL || gen->problem != PROBLEM_NONE ||
-		pg_atomic_read_u64(&gen->mark_writes) == 0)
+		pg_atomic_read_u32(&gen->wrote_mark) == 0)
 		return;
 
 	m.written_ms = GeneratorClockMs();
@@ -573,10 +576,11 @@ GeneratorShmemStartup(void)
 		ConditionVariableInit(&gen->mark_cv);
 		pg_atomic_init_u64(&gen->mark_writes, 0);
 		pg_atomic_init_u64(&gen->backend_mark_writes, 0);
+		pg_atomic_init_u32(&gen->wrote_mark, 0);
 		pg_atomic_init_u64(&gen->mark_waits, 0);
 		SpinLockInit(&gen->mutex);
 		gen->mark_worker_node = -1;
-		gen->started_at = GetCurrentTimestamp();
+		pg_atomic_init_u64(&gen->stats_since, (uint64) GetCurrentTimestamp());
 		for (int i = 0; i < snowflake_nnodes; i++)
 		{
 			GenNode    *node = gen_node(i);
@@ -758,6 +762,7 @@ gen_write_mark(int elevel, bool by_call)
 		if (MarkWrite(&m, elevel))
 		{
 			gen_publish_mark(mark_ms, true);
+			pg_atomic_write_u32(&gen->wrote_mark, 1);
 			pg_atomic_fetch_add_u64(&gen->mark_writes, 1);
 			if (by_call)
 				pg_atomic_fetch_add_u64(&gen->backend_mark_writes, 1);
@@ -1152,6 +1157,27 @@ GeneratorMarkWriterWaitEvent(void)
 	return gen_wait_event(GEN_WAIT_WORKER_MAIN);
 }
 
+/* Start every counter from zero, now. */
+void
+GeneratorResetStats(void)
+{
+	gen_require_state();
+	for (int i = 0; i < snowflake_nnodes; i++)
+	{
+		GenNode    *node = gen_node(i);
+
+		LWLockAcquire(node->lock, LW_EXCLUSIVE);
+		node->ids_reset = gen_ids_issued(node);
+		node->sequence_waits = node->rollbacks_waited = 0;
+		node->rollbacks_refused = node->borrowed_ticks = 0;
+		LWLockRelease(node->lock);
+	}
+	pg_atomic_write_u64(&gen->mark_writes, 0);
+	pg_atomic_write_u64(&gen->backend_mark_writes, 0);
+	pg_atomic_write_u64(&gen->mark_waits, 0);
+	pg_atomic_write_u64(&gen->stats_since, (uint64) GetCurrentTimestamp());
+}
+
 /*
  * The worker id of a lease (lease.c).  Open: issue ids of node value from
  * floor_ms on (raised to what this server's own mark and the end of
@@ -1285,8 +1311,8 @@ GeneratorGetStats(SnowflakeStats *stats)
 		if (issued > 0)
 			end_tick = Max(end_tick, GenTickOf(layout, next) -
 						   (GenSequenceOf(layout, next) == 0 ? 1 : 0));
-		stats->ids_issued += issued;
 		LWLockAcquire(node->lock, LW_SHARED);
+		stats->ids_issued += issued - node->ids_reset;
 		stats->sequence_waits += node->sequence_waits;
 		stats->rollbacks_waited += node->rollbacks_waited;
 		stats->rollbacks_refused += node->rollbacks_refused;
@@ -1299,5 +1325,5 @@ GeneratorGetStats(SnowflakeStats *stats)
 	stats->backend_mark_writes = (int64) pg_atomic_read_u64(&gen->backend_mark_writes);
 	stats->mark_waits = (int64) pg_atomic_read_u64(&gen->mark_waits);
 	stats->startup_wait_ms = Max(gen->startup_wait_ms, 0);
-	stats->started_at = gen->started_at;
+	stats->started_at = (TimestampTz) pg_atomic_read_u64(&gen->stats_since);
 }

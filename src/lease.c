@@ -192,6 +192,16 @@ LeaseGetInfo(LeaseInfo *info)
 	SpinLockRelease(&lease->mutex);
 }
 
+void
+LeaseResetStats(void)
+{
+	if (lease == NULL)
+		return;
+	SpinLockAcquire(&lease->mutex);
+	lease->requests = 0;
+	SpinLockRelease(&lease->mutex);
+}
+
 bool
 LeaseValidNow(void)
 {

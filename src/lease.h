@@ -31,6 +31,7 @@ extern void LeaseShmemRequest(void);
 extern void LeaseShmemStartup(void);
 extern void LeaseRegisterWorker(void);
 extern void LeaseGetInfo(LeaseInfo *info);
+extern void LeaseResetStats(void);
 
 /* Is the lease held still valid, on this server's monotonic clock? */
 extern bool LeaseValidNow(void);

@@ -75,6 +75,7 @@ extern void GeneratorShmemStartup(void);
 extern int64 GeneratorReserve(int32 node, int64 count, bool may_borrow,
 							   const char *caller, int64 *reserved);
 extern void GeneratorGetStats(SnowflakeStats *stats);
+extern void GeneratorResetStats(void);
 extern int64 GeneratorClockMs(void);
 extern long GeneratorMarkWriterTurn(uint64 *seen);
 extern void GeneratorNodeWords(uint64 *words);
