@@ -15,7 +15,7 @@ endif
 # Every suite runs on a temporary instance with the library preloaded.
 TEST_CONF = $(CURDIR)/test/snowflake.conf
 
-REGRESS = layout layouts api errors reserved_prefix shards uuidv7 convert
+REGRESS = layout layouts api errors reserved_prefix shards uuidv7 convert upgrade
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF)
 
 ISOLATION = concurrent shards_concurrent uuidv7_concurrent
