@@ -18,7 +18,7 @@ TEST_CONF = $(CURDIR)/test/snowflake.conf
 REGRESS = layout layouts api errors reserved_prefix shards uuidv7 convert upgrade
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF)
 
-ISOLATION = concurrent shards_concurrent uuidv7_concurrent
+ISOLATION = concurrent shards_concurrent uuidv7_concurrent causal_order
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_isolation \
 	--temp-config=$(TEST_CONF)
 
