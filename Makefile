@@ -18,12 +18,12 @@ endif
 # Every suite runs on a temporary instance with the library preloaded.
 TEST_CONF = $(CURDIR)/test/snowflake.conf
 
-REGRESS = layout layouts api errors shards uuidv7 convert leases
+REGRESS = layout layouts api errors reserved_prefix shards uuidv7 convert leases upgrade
 # UTF-8, so that messages are converted for clients of other encodings
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF) --encoding=UTF8
 
 ISOLATION = concurrent shards_concurrent uuidv7_concurrent many_sessions \
-	convert_race
+	convert_race causal_order
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_isolation \
 	--temp-config=$(TEST_CONF)
 

@@ -20,14 +20,21 @@ SET snowflake.worker_id = 5;
 SET snowflake.epoch = '2024-01-01';
 SET snowflake.rollback_tolerance_ms = 10;
 SET snowflake.mark_interval_ms = 100;
-SET snowflake.no_such_setting = 1;
 
 -- values checked before they reach postgresql.auto.conf
 ALTER SYSTEM SET snowflake.worker_id = 1024;
 ALTER SYSTEM SET snowflake.worker_id = -1;
+-- PostgreSQL's own range check, whose message prints the bounds with their
+-- units in later majors: the SQLSTATE here, the bounds from pg_settings
+\set VERBOSITY sqlstate
 ALTER SYSTEM SET snowflake.rollback_tolerance_ms = 10001;
 ALTER SYSTEM SET snowflake.mark_interval_ms = 9;
 ALTER SYSTEM SET snowflake.mark_interval_ms = '2min';
+\set VERBOSITY default
+SELECT name, unit, min_val, max_val
+  FROM pg_settings
+ WHERE name IN ('snowflake.rollback_tolerance_ms', 'snowflake.mark_interval_ms')
+ ORDER BY name;
 ALTER SYSTEM SET snowflake.epoch = '12345678901234567';
 ALTER SYSTEM SET snowflake.epoch = '-999999999999999';
 ALTER SYSTEM SET snowflake.epoch = 'yesterday';

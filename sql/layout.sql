@@ -21,8 +21,8 @@ SELECT timestamp_ms - 1735689600000 AS ms, worker_id, sequence
 
 -- the largest bigint: the last millisecond of the layout, about 69.7 years
 SELECT * FROM snowflake_decode(9223372036854775807);
-SELECT round(extract(epoch FROM snowflake_timestamp(9223372036854775807)
-                 - '2025-01-01 00:00:00+00'::timestamptz) / (365.25 * 86400), 1)
+SELECT round((extract(epoch FROM snowflake_timestamp(9223372036854775807)
+                  - '2025-01-01 00:00:00+00'::timestamptz) / (365.25 * 86400))::numeric, 1)
        AS lifetime_years;
 
 SELECT snowflake_timestamp((1000::bigint << 22) | (5 << 12) | 9);

@@ -2,7 +2,13 @@
 # build and install, running as an unprivileged user, throwaway servers.
 # Source it after setting "top" to the checkout's root.
 
-PG_MAJOR=${PG_MAJOR:-15}
+# The major version: PG_MAJOR if set, else the newest server installed here
+# (one chroot of test/matrix has one), else Debian 12's.
+if [ -z "${PG_MAJOR:-}" ]; then
+	PG_MAJOR=$(ls -d /usr/lib/postgresql/*/bin/postgres 2>/dev/null |
+		sed 's|^/usr/lib/postgresql/\([0-9]*\)/.*|\1|' | sort -n | tail -n 1)
+	PG_MAJOR=${PG_MAJOR:-15}
+fi
 PGBIN=/usr/lib/postgresql/$PG_MAJOR/bin
 export PATH=$PGBIN:$PATH
 

@@ -1,0 +1,173 @@
+-- The upgrade path: the objects of an extension created at the previous
+-- release (0.1.0, whose install script is kept frozen in sql/) and then
+-- brought to the current version with ALTER EXTENSION ... UPDATE must equal
+-- those of a fresh CREATE EXTENSION of the current version, attribute by
+-- attribute.  A change to the install script that the upgrade script does
+-- not repeat (or the reverse) shows up as rows of the difference below.
+--
+-- In a database of its own, so that the other tests' objects (and their
+-- dependencies on the extension) are not in the way.
+SELECT current_database() AS regress_db \gset
+CREATE DATABASE snowflake_upgrade;
+\c snowflake_upgrade
+
+-- One row per (member, attribute): every member of the extension that
+-- pg_depend lists, what a user of it can observe, and the extension's own
+-- settings.  Privileges are compared with the owner's role written as
+-- "owner" (the two installs are made by the same role anyway) and a NULL
+-- ACL as the default it stands for; bodies as hashes, to keep a difference
+-- short.
+CREATE FUNCTION upgrade_describe()
+RETURNS TABLE (object text, attribute text, value text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog
+AS $describe$
+WITH ext AS (
+	SELECT * FROM pg_extension WHERE extname = 'snowflake'
+),
+members AS (
+	SELECT d.classid, d.objid, pg_describe_object(d.classid, d.objid, 0) AS object
+	  FROM pg_depend d JOIN ext ON d.refobjid = ext.oid
+	 WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+),
+acls AS (
+	-- (object's identity, ACL with the owner named "owner")
+	SELECT m.object,
+		   string_agg(format('%s=%s%s/%s',
+							 CASE WHEN a.grantee = 0 THEN 'PUBLIC'
+								  WHEN a.grantee = o.owner THEN 'owner'
+								  ELSE a.grantee::regrole::text END,
+							 a.privilege_type,
+							 CASE WHEN a.is_grantable THEN '*' ELSE '' END,
+							 CASE WHEN a.grantor = o.owner THEN 'owner'
+								  ELSE a.grantor::regrole::text END),
+					  ', ' ORDER BY a.grantee, a.privilege_type) AS acl
+	  FROM members m
+	  JOIN (SELECT 'pg_proc'::regclass AS classid, p.oid, p.proowner AS owner,
+				   coalesce(p.proacl, acldefault('f', p.proowner)) AS acl
+			  FROM pg_proc p
+			UNION ALL
+			SELECT 'pg_class'::regclass, c.oid, c.relowner,
+				   coalesce(c.relacl, acldefault((CASE c.relkind WHEN 'S' THEN 's' ELSE 'r' END)::"char",
+												 c.relowner))
+			  FROM pg_class c
+			UNION ALL
+			SELECT 'pg_type'::regclass, t.oid, t.typowner,
+				   coalesce(t.typacl, acldefault('T', t.typowner))
+			  FROM pg_type t) o ON o.classid = m.classid AND o.oid = m.objid
+	  CROSS JOIN LATERAL aclexplode(o.acl) a
+	 GROUP BY m.object
+)
+-- the extension itself
+SELECT 'extension', 'version', extversion FROM ext
+UNION ALL
+SELECT 'extension', 'relocatable', extrelocatable::text FROM ext
+UNION ALL
+SELECT 'extension', 'schema', extnamespace::regnamespace::text FROM ext
+UNION ALL
+SELECT 'extension', 'configuration tables',
+	   (SELECT string_agg(c::regclass::text, ', ' ORDER BY c::regclass::text)
+		  FROM unnest(extconfig) AS c)
+  FROM ext
+UNION ALL
+SELECT 'extension', 'configuration conditions', array_to_string(extcondition, ', ') FROM ext
+UNION ALL
+-- every member: that it is one, its comment and its privileges
+SELECT m.object, 'member', pg_identify_object(m.classid, m.objid, 0)::text FROM members m
+UNION ALL
+SELECT m.object, 'comment', obj_description(m.objid, m.classid::regclass::name) FROM members m
+UNION ALL
+SELECT a.object, 'privileges', a.acl FROM acls a
+UNION ALL
+-- functions and procedures
+SELECT m.object, x.attribute, x.value
+  FROM members m
+  JOIN pg_proc p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid
+  JOIN pg_language l ON l.oid = p.prolang
+ CROSS JOIN LATERAL (VALUES
+	('arguments', pg_get_function_arguments(p.oid)),
+	('result', pg_get_function_result(p.oid)),
+	('kind', p.prokind::text),
+	('language', l.lanname::text),
+	('volatility', p.provolatile::text),
+	('strict', p.proisstrict::text),
+	('parallel', p.proparallel::text),
+	('security', CASE WHEN p.prosecdef THEN 'definer' ELSE 'invoker' END),
+	('leakproof', p.proleakproof::text),
+	('cost', p.procost::text),
+	('rows', p.prorows::text),
+	('configuration', array_to_string(p.proconfig, ', ')),
+	('support function', p.prosupport::regproc::text),
+	('library', p.probin),
+	('source', CASE WHEN l.lanname IN ('c', 'internal') THEN p.prosrc
+					ELSE md5(p.prosrc) END)
+ ) AS x(attribute, value)
+UNION ALL
+-- tables, views, sequences: kind, options, definition, columns
+SELECT m.object, x.attribute, x.value
+  FROM members m
+  JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid
+ CROSS JOIN LATERAL (VALUES
+	('relation kind', c.relkind::text),
+	('options', array_to_string(c.reloptions, ', ')),
+	('persistence', c.relpersistence::text),
+	('row security', c.relrowsecurity::text),
+	('definition', CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END)
+ ) AS x(attribute, value)
+UNION ALL
+SELECT m.object, format('column %s', a.attnum),
+	   concat_ws(' ', quote_ident(a.attname), format_type(a.atttypid, a.atttypmod),
+				 CASE WHEN a.attnotnull THEN 'NOT NULL' END,
+				 'DEFAULT ' || pg_get_expr(ad.adbin, ad.adrelid),
+				 'COLLATE ' || CASE WHEN a.attcollation <> 0 THEN a.attcollation::regcollation::text END,
+				 'COMMENT ' || quote_literal(col_description(a.attrelid, a.attnum)))
+  FROM members m
+  JOIN pg_attribute a ON m.classid = 'pg_class'::regclass AND a.attrelid = m.objid
+					 AND a.attnum > 0 AND NOT a.attisdropped
+  LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+UNION ALL
+-- indexes, constraints and triggers of member tables
+SELECT m.object, 'index ' || i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
+  FROM members m
+  JOIN pg_index i ON m.classid = 'pg_class'::regclass AND i.indrelid = m.objid
+UNION ALL
+SELECT m.object, 'constraint ' || co.conname, pg_get_constraintdef(co.oid)
+  FROM members m
+  JOIN pg_constraint co ON m.classid = 'pg_class'::regclass AND co.conrelid = m.objid
+UNION ALL
+SELECT m.object, 'trigger ' || t.tgname, pg_get_triggerdef(t.oid)
+  FROM members m
+  JOIN pg_trigger t ON m.classid = 'pg_class'::regclass AND t.tgrelid = m.objid
+ WHERE NOT t.tgisinternal
+$describe$;
+
+-- the previous release, brought up to date
+CREATE EXTENSION snowflake VERSION '0.1.0';
+ALTER EXTENSION snowflake UPDATE;
+SELECT e.extversion = a.default_version AS updated_to_default
+  FROM pg_extension e JOIN pg_available_extensions a ON a.name = e.extname
+ WHERE e.extname = 'snowflake';
+CREATE TABLE upgraded AS SELECT * FROM upgrade_describe();
+
+-- the current version, installed fresh
+DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake;
+CREATE TABLE fresh AS SELECT * FROM upgrade_describe();
+
+-- both described something, the same number of members
+SELECT count(DISTINCT u.object) > 10 AS described,
+	   count(DISTINCT u.object) = (SELECT count(DISTINCT object) FROM fresh) AS same_count
+  FROM upgraded u;
+
+-- what differs: no rows
+(SELECT 'only after the update' AS side, * FROM upgraded
+ EXCEPT
+ SELECT 'only after the update', * FROM fresh)
+UNION ALL
+(SELECT 'only when fresh', * FROM fresh
+ EXCEPT
+ SELECT 'only when fresh', * FROM upgraded)
+ORDER BY object, attribute, side;
+
+\c :regress_db
+DROP DATABASE snowflake_upgrade;
