@@ -150,23 +150,12 @@ LeaseShmemStartup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
+/* A standby claims no lease: the client starts at promotion, and claims one. */
 void
 LeaseRegisterWorker(void)
 {
-	BackgroundWorker worker;
-
-	if (!SnowflakeLeases())
-		return;
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	/* a standby claims no lease: at promotion it claims one */
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 1;
-	strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "SnowflakeLeaseClientMain", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "snowflake lease client", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "snowflake lease client", BGW_MAXLEN);
-	RegisterBackgroundWorker(&worker);
+	if (SnowflakeLeases())
+		WorkerRegisterBackground("snowflake lease client", "SnowflakeLeaseClientMain");
 }
 
 void

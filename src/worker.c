@@ -4,9 +4,8 @@
  *	  The mark writer: a background worker that extends the high-water
  *	  mark ahead of the clock, so that no call waits for a disk.
  *
- * It connects to no database (shared memory is all it needs; the
- * connection only lists it in pg_stat_activity), starts once recovery is
- * over (a standby issues no ids and writes no mark), and takes a turn every
+ * It attaches to shared memory, starts once recovery is over (a standby
+ * issues no ids and writes no mark), and takes a turn every
  * eighth of snowflake.mark_interval_ms, or as soon as a call wakes it; the
  * generator decides in each turn whether to write (generator.c).  Should it
  * stop, calls go on issuing ids and write the mark themselves when they
@@ -29,21 +28,32 @@
 
 PGDLLEXPORT void SnowflakeMarkWriterMain(Datum arg);
 
+/*
+ * Register one of the extension's background workers.  Both connect to no
+ * database (the connection only lists them in pg_stat_activity), start once
+ * recovery is over (a standby issues no ids), and are started again a
+ * second after they stop.
+ */
 void
-WorkerRegister(void)
+WorkerRegisterBackground(const char *name, const char *function)
 {
 	BackgroundWorker worker;
 
 	memset(&worker, 0, sizeof(worker));
-	/* connected to no database: only to appear in pg_stat_activity */
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = 1;
 	strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "SnowflakeMarkWriterMain", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "snowflake mark writer", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "snowflake mark writer", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker.bgw_name, name, BGW_MAXLEN);
+	strlcpy(worker.bgw_type, name, BGW_MAXLEN);
 	RegisterBackgroundWorker(&worker);
+}
+
+void
+WorkerRegister(void)
+{
+	WorkerRegisterBackground("snowflake mark writer", "SnowflakeMarkWriterMain");
 }
 
 static void
