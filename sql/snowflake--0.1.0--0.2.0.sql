@@ -533,6 +533,11 @@ BEGIN
 				   WHEN 'pg_policy'::regclass THEN
 					   (SELECT format('policy "%s" on table %s', p.polname, p.polrelid::regclass)
 						  FROM pg_policy p WHERE p.oid = d.objid)
+				   WHEN 'pg_class'::regclass THEN
+					   -- before 14 a generated column depends on the column itself
+					   (SELECT format('generated column "%s" of table %s', ga.attname, ga.attrelid::regclass)
+						  FROM pg_attribute ga
+						 WHERE ga.attrelid = d.objid AND ga.attnum = d.objsubid)
 				   ELSE
 					   (SELECT format('generated column "%s" of table %s', ga.attname, ga.attrelid::regclass)
 						  FROM pg_attrdef ad
@@ -544,6 +549,11 @@ BEGIN
 		  JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = a.attrelid
 						  AND d.refobjsubid = a.attnum
 		 WHERE d.classid IN ('pg_rewrite'::regclass, 'pg_trigger'::regclass, 'pg_policy'::regclass)
+			OR (d.classid = 'pg_class'::regclass AND d.objid = a.attrelid
+				AND d.objsubid <> a.attnum
+				AND EXISTS (SELECT FROM pg_attribute ga
+							 WHERE ga.attrelid = d.objid AND ga.attnum = d.objsubid
+							   AND ga.attgenerated <> ''))
 			OR (d.classid = 'pg_attrdef'::regclass
 				AND NOT EXISTS (SELECT FROM pg_attrdef own
 								 WHERE own.oid = d.objid AND own.adnum = a.attnum))

@@ -59,7 +59,7 @@ $node->safe_psql('postgres', 'ALTER SYSTEM SET snowflake.rollback_tolerance_ms =
 my $waiter = $node->background_psql('postgres', on_error_stop => 0);
 $waiter->query_until(qr/waiting/, "\\echo waiting\nSELECT snowflake_nextval();\n");
 $node->poll_query_until('postgres',
-	"SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query = 'SELECT snowflake_nextval();' AND wait_event = 'Extension'")
+	"SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query = 'SELECT snowflake_nextval();' AND wait_event_type = 'Extension'")
   or die 'the waiting backend was not found';
 $started = time();
 my $result = $waiter->query('SELECT 1');

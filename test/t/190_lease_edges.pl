@@ -101,7 +101,7 @@ $coordinator->safe_psql('postgres', q{SELECT pg_reload_conf()});
 my $socket = 'host=' . $coordinator->host . ' port=' . $coordinator->port;
 my %bad = (
 	unreachable => [ "host=$dir/nowhere port=1 dbname=postgres",
-		qr/the lease coordinator is unreachable\n.*DETAIL:  Since .*: connection to server .* failed/s,
+		qr/the lease coordinator is unreachable\n.*DETAIL:  Since .*: (connection to server .* failed|could not connect to server)/s,
 		'unreachable' ],
 	'wrong password' => [ "$socket dbname=postgres user=fleetpw password=wrong",
 		qr/the lease coordinator is unreachable\n.*password authentication failed for user "fleetpw"/s,

@@ -18,7 +18,8 @@ my $offset = "$PostgreSQL::Test::Utils::tmp_check/waits.offset";
 start_with_fake_clock($node, $offset);
 $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 $node->safe_psql('postgres', 'SELECT count(snowflake_nextval()) FROM generate_series(1, 1000)');
-my $named = $node->pg_version >= 17;
+my $named = $node->safe_psql('postgres',
+	"SELECT current_setting('server_version_num')::int >= 170000") eq 't';
 
 # the clock 3 s back: the next call sleeps until it catches up
 step_clock($offset, '-3s');
