@@ -45,6 +45,10 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# The TAP files mostly wait (restarts, TTLs, clock steps): three at a time,
+# each on servers of its own (after PGXS, which sets it empty).
+PROVE_FLAGS = -j3 --timer
+
 $(UNIT_TEST): test/unit/decision_test.c src/decision.c src/decision.h src/layout.h
 	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(includedir_server) -I$(includedir) \
 		-o $@ test/unit/decision_test.c src/decision.c -L$(pkglibdir) -lpgcommon -lpgport -lm
