@@ -569,6 +569,20 @@ RESET ROLE;
 SELECT * FROM sfx.snowflake_convert_column('ledger.journals');
 SELECT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE oid = 'ledger.journals_id_seq'::regclass;
 
+-- A temporary table with an identity column: the sequence that takes the
+-- identity's place is a temporary one too (search_path is pinned to
+-- pg_catalog first, so an unqualified CREATE SEQUENCE would land there).
+CREATE TEMP TABLE scratch (id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY, note text);
+INSERT INTO scratch (note) VALUES ('a'), ('b');
+SELECT * FROM sfx.snowflake_convert_column('scratch');
+SELECT c.relpersistence, c.relnamespace = pg_my_temp_schema() AS in_my_temp_schema,
+	   (SELECT last_value FROM scratch_id_seq) AS position
+  FROM pg_class c WHERE c.relname = 'scratch_id_seq';
+INSERT INTO scratch (note) VALUES ('c');
+SELECT count(*) AS rows, count(*) FILTER (WHERE id > 1000000) AS snowflake_ids FROM scratch;
+DROP TABLE scratch;
+DROP SEQUENCE scratch_id_seq;
+
 -- (quietly: the list of what a cascade drops comes in catalog order)
 SET client_min_messages = warning;
 DROP SCHEMA ledger, shop, evil, chain CASCADE;

@@ -1,83 +1,165 @@
--- The coordinator's lease functions, on one server: claim, renew with the
--- right and the wrong generation, expiry, release, and the horizon rules.
+-- The coordinator's lease functions, on one server: claim, renew and
+-- release with the holder's token and with others', expiry, the horizon
+-- rules, and the checks of every argument.
 SET timezone = 'UTC';
 \set VERBOSITY default
+-- tokens: 32 hexadecimal digits, one per claim
+\set ta '''aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'''
+\set tb '''bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb'''
+\set tc '''cccccccccccccccccccccccccccccccc'''
+\set td '''dddddddddddddddddddddddddddddddd'''
+\set te '''eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee'''
+\set tf '''ffffffffffffffffffffffffffffffff'''
+\set tx '''0123456789abcdef0123456789abcdef'''
+-- horizons are milliseconds since 1970, bounded by the clock: "now" here
+SELECT (extract(epoch FROM now()) * 1000)::bigint AS now_ms \gset
 
 -- a first claim of 3-5: the lowest, generation 1, nothing issued before
-SELECT node, generation, previous_horizon_ms, horizon_ms, expires_at > now() AS valid
-  FROM snowflake_lease_claim('server a', '{3}', '{5}', NULL, 60000, 1000);
+SELECT node, generation, previous_horizon_ms, horizon_ms - :now_ms AS horizon, expires_at > now() AS valid
+  FROM snowflake_lease_claim('server a', :ta, '{3}', '{5}', NULL, 60000, :now_ms + 1000);
 -- the next claimers get the next free ones; a preferred one when free
-SELECT node, generation FROM snowflake_lease_claim('server b', '{3}', '{5}', NULL, 60000, 2000);
-SELECT node, generation FROM snowflake_lease_claim('server c', '{3}', '{5}', 3, 60000, 3000);
+SELECT node, generation FROM snowflake_lease_claim('server b', :tb, '{3}', '{5}', NULL, 60000, :now_ms + 2000);
+SELECT node, generation FROM snowflake_lease_claim('server c', :tc, '{3}', '{5}', 3, 60000, :now_ms + 3000);
 -- all three held: no row
-SELECT count(*) FROM snowflake_lease_claim('server d', '{3}', '{5}', NULL, 60000, 4000);
+SELECT count(*) FROM snowflake_lease_claim('server d', :td, '{3}', '{5}', NULL, 60000, :now_ms + 4000);
 -- ranges: the lowest free value among them
-SELECT node FROM snowflake_lease_claim('server d', '{3,10}', '{5,12}', NULL, 60000, 4000);
+SELECT node FROM snowflake_lease_claim('server d', :td, '{3,10}', '{5,12}', NULL, 60000, :now_ms + 4000);
+-- the same token again (a claim whose answer was lost): the same lease,
+-- not a second one, renewed, with the horizon the previous holder left
+SELECT node, generation, previous_horizon_ms, horizon_ms - :now_ms AS horizon
+  FROM snowflake_lease_claim('server d', :td, '{3,10}', '{5,12}', NULL, 60000, :now_ms + 4500);
+SELECT count(*) AS leases_of_d FROM snowflake_lease WHERE holder = 'server d';
 
--- renewal with the right generation raises the horizon, never lowers it
-SELECT renewed, holder, holder_generation, horizon_ms
-  FROM snowflake_lease_renew(3, 1, 60000, 5000);
-SELECT renewed, horizon_ms FROM snowflake_lease_renew(3, 1, 60000, 10);
--- with the wrong one it is refused, saying who holds the lease
-SELECT renewed, holder, holder_generation, horizon_ms
-  FROM snowflake_lease_renew(3, 7, 60000, 99999);
-SELECT renewed, holder FROM snowflake_lease_renew(42, 1, 60000, 99999);
+-- the table keeps the token's hash and the claiming role, never the token
+SELECT node, token_hash = sha256(decode(:ta, 'hex')) AS hashed, claimed_by = current_user AS by_me
+  FROM snowflake_lease WHERE node = 3;
+SELECT count(*) AS tokens_in_clear FROM snowflake_lease
+ WHERE position(decode(:ta, 'hex') IN token_hash) > 0 OR holder LIKE '%aaaaaaaa%';
 
--- expiry: a lease of 1 ms lapses, and the next claim takes the row over
+-- renewal with the holder's token raises the horizon, never lowers it
+SELECT renewed, horizon_ms - :now_ms AS horizon FROM snowflake_lease_renew(3, :ta, 60000, :now_ms + 5000);
+SELECT renewed, horizon_ms - :now_ms AS horizon FROM snowflake_lease_renew(3, :ta, 60000, :now_ms + 10);
+-- with any other token it is refused, and says nothing: no holder,
+-- generation, horizon or expiry, not even whether the row exists
+SELECT renewed, horizon_ms, expires_at FROM snowflake_lease_renew(3, :tb, 60000, :now_ms + 99999);
+SELECT renewed, horizon_ms, expires_at FROM snowflake_lease_renew(3, :tx, 60000, :now_ms + 99999);
+SELECT renewed, horizon_ms, expires_at FROM snowflake_lease_renew(42, :ta, 60000, :now_ms + 99999);
+-- and changes nothing
+SELECT node, generation, horizon_ms - :now_ms AS horizon, expires_at > now() + interval '50 s' AS renewed_for_60s
+  FROM snowflake_lease WHERE node = 3;
+
+-- expiry: a lease of 500 ms lapses, and the next claim takes the row over
 -- with the next generation, issuing at or above the horizon it finds
-SELECT renewed FROM snowflake_lease_renew(4, 1, 1, 6000);
-SELECT pg_sleep(0.01);
-SELECT node, generation, previous_horizon_ms, horizon_ms
-  FROM snowflake_lease_claim('server e', '{3}', '{5}', NULL, 60000, 100);
--- the old holder's renewal is then refused
-SELECT renewed, holder, holder_generation FROM snowflake_lease_renew(4, 1, 60000, 7000);
+SELECT renewed FROM snowflake_lease_renew(4, :tb, 500, :now_ms + 6000);
+SELECT pg_sleep(0.6);
+SELECT node, generation, previous_horizon_ms - :now_ms AS previous_horizon, horizon_ms - :now_ms AS horizon
+  FROM snowflake_lease_claim('server e', :te, '{3}', '{5}', NULL, 60000, :now_ms + 100);
+-- the old holder's renewal and release are then refused
+SELECT renewed, horizon_ms FROM snowflake_lease_renew(4, :tb, 60000, :now_ms + 7000);
+SELECT snowflake_lease_release(4, :tb, 0);
 -- a lapsed lease nobody claimed is still its holder's to renew
-SELECT renewed FROM snowflake_lease_renew(10, 1, 1, 0);
-SELECT pg_sleep(0.01);
-SELECT renewed, expires_at > now() AS valid FROM snowflake_lease_renew(10, 1, 60000, 0);
+SELECT renewed FROM snowflake_lease_renew(10, :td, 500, :now_ms);
+SELECT pg_sleep(0.6);
+SELECT renewed, expires_at > now() AS valid FROM snowflake_lease_renew(10, :td, 60000, :now_ms);
 
--- release: only with the right generation; the exact end may lower the
--- horizon, never below what the previous holder issued
-SELECT snowflake_lease_release(5, 9, 0);
-SELECT snowflake_lease_release(5, 1, 2500);
-SELECT node, horizon_ms, floor_ms, expires_at <= now() AS free FROM snowflake_lease WHERE node = 5;
-SELECT snowflake_lease_release(4, 2, 10);
-SELECT node, horizon_ms, floor_ms FROM snowflake_lease WHERE node = 4;
--- a released worker id is free at once, for its old holder too
-SELECT node, generation, previous_horizon_ms
-  FROM snowflake_lease_claim('server b', '{3}', '{5}', 5, 60000, 3000);
+-- release: only with the holder's token; the exact end may lower the
+-- horizon, never below what the previous holder issued, never raise it
+SELECT snowflake_lease_release(5, :ta, 0);
+SELECT snowflake_lease_release(5, :tx, 0);
+SELECT snowflake_lease_release(5, :tc, :now_ms + 2500);
+SELECT node, horizon_ms - :now_ms AS horizon, floor_ms, expires_at <= now() AS free
+  FROM snowflake_lease WHERE node = 5;
+-- released: the token renews and releases it no more
+SELECT renewed FROM snowflake_lease_renew(5, :tc, 60000, :now_ms);
+SELECT snowflake_lease_release(5, :tc, 0);
+SELECT snowflake_lease_release(4, :te, 10);
+SELECT node, horizon_ms - :now_ms AS horizon, floor_ms - :now_ms AS floor FROM snowflake_lease WHERE node = 4;
+SELECT snowflake_lease_release(10, :td, :now_ms + 1000000000);
+SELECT node, horizon_ms - :now_ms AS horizon_not_raised FROM snowflake_lease WHERE node = 10;
+-- a released worker id is free at once, for its old holder too (with a
+-- token of its new claim)
+SELECT node, generation, previous_horizon_ms - :now_ms AS previous_horizon
+  FROM snowflake_lease_claim('server c', :tf, '{3}', '{5}', 5, 60000, :now_ms + 3000);
 
--- bad input
-SELECT * FROM snowflake_lease_claim(NULL, '{3}', '{5}', NULL, 60000, 0);
-SELECT * FROM snowflake_lease_claim('x', '{3,4}', '{5}', NULL, 60000, 0);
-SELECT * FROM snowflake_lease_claim('x', '{5}', '{3}', NULL, 60000, 0);
-SELECT * FROM snowflake_lease_claim('x', '{3}', '{5}', NULL, 0, 0);
+-- bad input: NULLs, ranges, tokens, TTLs and horizons out of bounds
+SELECT * FROM snowflake_lease_claim(NULL, :ta, '{3}', '{5}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('x', NULL, '{3}', '{5}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('x', :tx, '{3,4}', '{5}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('x', :tx, '{5}', '{3}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('x', :tx, '{-1}', '{3}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('x', :tx, '{1,NULL}', '{3,4}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('x', :tx, '{}', '{}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('x', :tx, array_fill(0, ARRAY[1025]), array_fill(0, ARRAY[1025]), NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim(repeat('x', 1025), :tx, '{3}', '{5}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('x', 'abc', '{3}', '{5}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('x', upper(:tx), '{3}', '{5}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('x', :tx || '0', '{3}', '{5}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('x', :tx, '{3}', '{5}', NULL, 0, 0);
+SELECT * FROM snowflake_lease_claim('x', :tx, '{3}', '{5}', NULL, -1, 0);
+SELECT * FROM snowflake_lease_claim('x', :tx, '{3}', '{5}', NULL, 499, 0);
+SELECT * FROM snowflake_lease_claim('x', :tx, '{3}', '{5}', NULL, 600001, 0);
+SELECT * FROM snowflake_lease_claim('x', :tx, '{3}', '{5}', NULL, 2147483647, 0);
+-- (terse: the detail gives the coordinator's clock)
+\set VERBOSITY terse
+SELECT * FROM snowflake_lease_claim('x', :tx, '{3}', '{5}', NULL, 60000, -1);
+SELECT * FROM snowflake_lease_claim('x', :tx, '{3}', '{5}', NULL, 60000, 9223372036854775807);
+-- the bound: the TTL plus 5 minutes past the coordinator's clock
+SELECT * FROM snowflake_lease_claim('x', :tx, '{3}', '{5}', NULL, 60000,
+	(extract(epoch FROM clock_timestamp()) * 1000)::bigint + 60000 + 300000 + 60000);
+SELECT renewed FROM snowflake_lease_renew(3, :ta, 60000, 9223372036854775807);
+\set VERBOSITY default
+SELECT renewed FROM snowflake_lease_renew(3, :ta, 600001, 0);
+SELECT renewed FROM snowflake_lease_renew(3, 'not a token', 60000, 0);
+SELECT renewed FROM snowflake_lease_renew(NULL, :ta, 60000, 0);
+SELECT snowflake_lease_release(3, :ta, -1);
+SELECT snowflake_lease_release(3, 'x', 0);
+SELECT snowflake_lease_release(3, :ta, NULL);
+-- none of them changed a lease
+SELECT count(*) AS untouched FROM snowflake_lease WHERE node = 3 AND generation = 1 AND released_at IS NULL;
 
--- privileges: a fleet's role needs EXECUTE only; the table is not its to write
+-- privileges: a fleet's role needs EXECUTE only; the table is not its to
+-- write, and a lease is its claimer's: another login role, even with the
+-- token, cannot renew or release it (SESSION AUTHORIZATION: the functions
+-- know the role that logged in)
 CREATE ROLE snowflake_fleet;
-SET ROLE snowflake_fleet;
-SELECT count(*) FROM snowflake_lease_claim('server f', '{20}', '{20}', NULL, 60000, 0);
+CREATE ROLE snowflake_other;
+SET SESSION AUTHORIZATION snowflake_fleet;
+SELECT count(*) FROM snowflake_lease_claim('server f', :tf, '{20}', '{20}', NULL, 60000, 0);
 SELECT count(*) FROM snowflake_lease;
-RESET ROLE;
-GRANT EXECUTE ON FUNCTION snowflake_lease_claim(text, integer[], integer[], integer, integer, bigint),
-	snowflake_lease_renew(integer, bigint, integer, bigint),
-	snowflake_lease_release(integer, bigint, bigint) TO snowflake_fleet;
-SET ROLE snowflake_fleet;
-SELECT node, generation FROM snowflake_lease_claim('server f', '{20}', '{20}', NULL, 60000, 0);
-SELECT renewed FROM snowflake_lease_renew(20, 1, 60000, 10);
-SELECT snowflake_lease_release(20, 1, 10);
+SELECT * FROM _snowflake_lease_check(:tf, 60000, 0);
+RESET SESSION AUTHORIZATION;
+GRANT EXECUTE ON FUNCTION snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
+	snowflake_lease_renew(integer, text, integer, bigint),
+	snowflake_lease_release(integer, text, bigint) TO snowflake_fleet, snowflake_other;
+SET SESSION AUTHORIZATION snowflake_fleet;
+SELECT node, generation FROM snowflake_lease_claim('server f', '12121212121212121212121212121212', '{20}', '{20}', NULL, 60000, 0);
+SELECT renewed FROM snowflake_lease_renew(20, '12121212121212121212121212121212', 60000, 10);
+SET SESSION AUTHORIZATION snowflake_other;
+SELECT renewed FROM snowflake_lease_renew(20, '12121212121212121212121212121212', 60000, 10);
+SELECT snowflake_lease_release(20, '12121212121212121212121212121212', 0);
+-- nor take it with the same token as a "retried claim"
+SELECT count(*) FROM snowflake_lease_claim('server g', '12121212121212121212121212121212', '{20}', '{20}', NULL, 60000, 0);
+SET SESSION AUTHORIZATION snowflake_fleet;
+SELECT snowflake_lease_release(20, '12121212121212121212121212121212', 10);
 UPDATE snowflake_lease SET horizon_ms = 0;
-RESET ROLE;
-REVOKE ALL ON FUNCTION snowflake_lease_claim(text, integer[], integer[], integer, integer, bigint),
-	snowflake_lease_renew(integer, bigint, integer, bigint),
-	snowflake_lease_release(integer, bigint, bigint) FROM snowflake_fleet;
+RESET SESSION AUTHORIZATION;
+REVOKE ALL ON FUNCTION snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
+	snowflake_lease_renew(integer, text, integer, bigint),
+	snowflake_lease_release(integer, text, bigint) FROM snowflake_fleet, snowflake_other;
+-- monitoring reads every column but the token hashes
+GRANT pg_monitor TO snowflake_other;
+SET SESSION AUTHORIZATION snowflake_other;
+SELECT node, holder, generation FROM snowflake_lease WHERE node = 3;
+SELECT token_hash FROM snowflake_lease;
+RESET SESSION AUTHORIZATION;
 DROP ROLE snowflake_fleet;
+DROP ROLE snowflake_other;
 
 -- a search_path that puts a look-alike table first changes nothing
 CREATE SCHEMA evil;
 CREATE TABLE evil.snowflake_lease (LIKE snowflake_lease);
 SET search_path = evil, public;
-SELECT node FROM public.snowflake_lease_claim('server g', '{30}', '{30}', NULL, 60000, 0);
+SELECT node FROM public.snowflake_lease_claim('server g', '34343434343434343434343434343434', '{30}', '{30}', NULL, 60000, 0);
 SELECT count(*) AS evil_rows FROM evil.snowflake_lease;
 RESET search_path;
 DROP SCHEMA evil CASCADE;

@@ -996,7 +996,11 @@ BEGIN
 	END LOOP;
 	IF NOT drop_sequence THEN
 		FOR v_r IN
-			SELECT s.seqrelid::regclass::text AS name, s.*, c.relowner
+			-- (a temporary sequence is created in pg_temp: search_path,
+			-- pinned to pg_catalog first, would put it there)
+			SELECT CASE WHEN c.relpersistence = 't' THEN format('pg_temp.%I', c.relname)
+						ELSE s.seqrelid::regclass::text END AS name,
+				   s.*, c.relowner
 			  FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid
 			 WHERE s.seqrelid = ANY (identity_seqs)
 			 ORDER BY 1
@@ -1028,13 +1032,21 @@ COMMENT ON FUNCTION _snowflake_convert_statements(regclass, name, boolean, oid[]
 -- server's lease client claims a worker id here, renews it three times per
 -- TTL and releases it at a clean shutdown.
 --
--- One row per worker id (node value).  generation rises with every claim:
--- it is the fencing token, and a renewal or release of another generation
--- is refused.  expires_at is on the coordinator's clock.  horizon_ms is the
--- fence: the holder issues ids of that worker id only below it, and a new
--- holder only at or above the horizon it finds (previous_horizon_ms of its
--- claim).  floor_ms is that value, kept so that a release never lowers the
--- horizon below what an earlier holder issued.
+-- One row per worker id (node value).  generation rises with every claim.
+-- expires_at is on the coordinator's clock.  horizon_ms is the fence: the
+-- holder issues ids of that worker id only below it, and a new holder only
+-- at or above the horizon it finds (previous_horizon_ms of its claim).
+-- floor_ms is that value, kept so that a release never lowers the horizon
+-- below what an earlier holder issued.
+--
+-- A lease belongs to its holder.  The claim carries a secret that the
+-- holder's lease client drew at random when it started (128 bits, as 32
+-- hexadecimal digits), and the row keeps only its SHA-256 (token_hash) and the role
+-- that claimed it (claimed_by).  Renewing or releasing takes the same
+-- secret and the same role.  So another caller, even one that may execute
+-- these functions, can claim a free worker id (a denial of service, which
+-- snowflake.lease_worker_ids and separate coordinators bound) but can
+-- neither renew, release nor learn anything of a lease that is not its own.
 CREATE TABLE snowflake_lease (
 	node integer PRIMARY KEY CHECK (node >= 0),
 	generation bigint NOT NULL CHECK (generation > 0),
@@ -1044,7 +1056,9 @@ CREATE TABLE snowflake_lease (
 	floor_ms bigint NOT NULL,
 	claimed_at timestamptz NOT NULL,
 	renewed_at timestamptz,
-	released_at timestamptz
+	released_at timestamptz,
+	claimed_by name,
+	token_hash bytea UNIQUE
 );
 
 COMMENT ON TABLE snowflake_lease IS
@@ -1053,9 +1067,54 @@ COMMENT ON TABLE snowflake_lease IS
 -- Rows survive pg_dump and restore: losing a horizon would unfence a worker id.
 SELECT pg_catalog.pg_extension_config_dump('snowflake_lease', '');
 
--- Only the lease functions write it; monitoring may read it.
+-- Only the lease functions write it; monitoring may read every column but
+-- the token hashes.
 REVOKE ALL ON snowflake_lease FROM PUBLIC;
-GRANT SELECT ON snowflake_lease TO pg_monitor;
+GRANT SELECT (node, generation, holder, expires_at, horizon_ms, floor_ms, claimed_at,
+			  renewed_at, released_at, claimed_by) ON snowflake_lease TO pg_monitor;
+
+-- The checks every lease call makes of its arguments, and the hash of the
+-- holder's secret, which is all the table keeps of it.  Internal to the
+-- three functions below.  The bounds: a TTL within those of
+-- snowflake.lease_ttl_ms (500 ms to 10 min); a horizon no further than the
+-- TTL plus 5 minutes past this server's clock.  A holder asks for its own
+-- clock plus the TTL plus snowflake.mark_interval_ms (at most 1 min), or,
+-- for borrowed ticks, at most snowflake.max_borrow_ms (1 min) ahead; that
+-- leaves 3 minutes for the clocks of a holder and of the coordinator to
+-- disagree, and no caller can fence a worker id off for longer than the
+-- bound.  NULL ttl_ms and horizon_ms are not checked (a release has
+-- neither).  STABLE (it reads the clock), PARALLEL SAFE, and not STRICT: a
+-- NULL token is an error.
+CREATE FUNCTION _snowflake_lease_check(token text, ttl_ms integer, horizon_ms bigint)
+RETURNS bytea
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	now_ms bigint := (extract(epoch FROM statement_timestamp()) * 1000)::bigint;
+BEGIN
+	IF token IS NULL OR token !~ '^[0-9a-f]{32}$' THEN
+		RAISE EXCEPTION 'invalid lease token'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A lease token is 32 lower-case hexadecimal digits, drawn at random by the lease client.';
+	END IF;
+	IF ttl_ms NOT BETWEEN 500 AND 600000 THEN
+		RAISE EXCEPTION 'time to live % ms is out of range', ttl_ms
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A lease lasts from 500 ms to 600000 ms, as "snowflake.lease_ttl_ms" allows.';
+	END IF;
+	IF horizon_ms < 0 OR horizon_ms > now_ms + ttl_ms + 300000 THEN
+		RAISE EXCEPTION 'horizon % is out of range', horizon_ms
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = format('A horizon lies from 0 to the time to live plus 300000 ms past the coordinator''s clock, %s.', now_ms),
+				  HINT = 'Check that the clocks of the issuing server and of the coordinator agree.';
+	END IF;
+	RETURN sha256(decode(token, 'hex'));
+END
+$$;
+
+COMMENT ON FUNCTION _snowflake_lease_check(text, integer, bigint) IS
+'internal to the lease functions: checks their arguments, returns the hash of the token';
 
 -- The functions are SECURITY DEFINER, so that an issuing server's role needs
 -- only EXECUTE on them, not write access to the table; with a fixed
@@ -1065,6 +1124,7 @@ GRANT SELECT ON snowflake_lease TO pg_monitor;
 -- NULL has a meaning (prefer).
 CREATE FUNCTION snowflake_lease_claim(
 	holder text,
+	token text,
 	lows integer[],
 	highs integer[],
 	prefer integer,
@@ -1080,27 +1140,54 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER ROWS 1
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	-- the table, in whatever schema the extension is now
-	tbl regclass := (SELECT format('%I.snowflake_lease', n.nspname)::regclass
-					   FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-					  WHERE e.extname = 'snowflake');
+	-- the extension's schema, wherever it is now, and the table in it
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
+	hash bytea;
 	candidate integer;
 	stored record;
 	wanted bigint := wanted_horizon_ms;
 BEGIN
-	IF holder IS NULL OR lows IS NULL OR highs IS NULL OR ttl_ms IS NULL OR wanted IS NULL THEN
+	IF holder IS NULL OR token IS NULL OR lows IS NULL OR highs IS NULL OR ttl_ms IS NULL OR wanted IS NULL THEN
 		RAISE EXCEPTION 'only prefer may be NULL'
 			USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	IF cardinality(lows) <> cardinality(highs) OR cardinality(lows) = 0 OR
-	   EXISTS (SELECT FROM unnest(lows, highs) r(lo, hi) WHERE lo < 0 OR lo > hi) THEN
+	IF length(holder) > 1024 THEN
+		RAISE EXCEPTION 'holder name is too long'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A holder names its server in at most 1024 characters.';
+	END IF;
+	IF cardinality(lows) <> cardinality(highs) OR cardinality(lows) NOT BETWEEN 1 AND 1024 OR
+	   EXISTS (SELECT FROM unnest(lows, highs) r(lo, hi)
+			    WHERE lo IS NULL OR hi IS NULL OR lo < 0 OR lo > hi) THEN
 		RAISE EXCEPTION 'invalid range of worker ids'
 			USING ERRCODE = 'invalid_parameter_value',
-				  DETAIL = 'lows and highs are the ends of ranges, as many of each, each low at most its high.';
+				  DETAIL = 'lows and highs are the ends of 1 to 1024 ranges, as many of each, each low from 0 to its high.';
 	END IF;
-	IF ttl_ms <= 0 THEN
-		RAISE EXCEPTION 'the time to live must be positive'
-			USING ERRCODE = 'invalid_parameter_value';
+	EXECUTE format('SELECT %I._snowflake_lease_check($1, $2, $3)', ext)
+		INTO hash USING token, ttl_ms, wanted;
+
+	-- The same holder again with the same secret: a claim of its that
+	-- committed but whose answer never reached it (a timeout, a
+	-- coordinator frozen and woken), or its own lease that lapsed on its
+	-- side while a late renewal kept it alive here.  It gets it back,
+	-- renewed, with the horizon the holder before it left, rather than
+	-- being locked out of its worker id for a TTL: it issued nothing under
+	-- the first, and keeps above what it issued under the second by its
+	-- own high-water mark of the worker id.
+	EXECUTE format($q$
+		UPDATE %s
+		   SET expires_at = now() + $2 * interval '1 ms',
+		       horizon_ms = greatest(horizon_ms, $3), renewed_at = now()
+		 WHERE token_hash = $1 AND claimed_by = session_user AND released_at IS NULL
+		RETURNING node, generation, floor_ms, horizon_ms, expires_at
+		$q$, tbl)
+		INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
+		USING hash, ttl_ms, wanted;
+	IF node IS NOT NULL THEN
+		RETURN NEXT;
+		RETURN;
 	END IF;
 
 	LOOP
@@ -1140,30 +1227,36 @@ BEGIN
 			RETURN;				-- every worker id of the ranges is leased
 		END IF;
 
-		-- take it under its row lock; another claimer may be quicker
+		-- take it under its row lock; another claimer may be quicker.
+		-- (A released lease of this secret gives the secret up first: the
+		-- secret holds one lease at a time.)
+		EXECUTE format('UPDATE %s SET token_hash = NULL WHERE token_hash = $1 AND released_at IS NOT NULL', tbl)
+			USING hash;
 		EXECUTE format('SELECT horizon_ms, expires_at FROM %s WHERE node = $1 FOR UPDATE', tbl)
 			INTO stored USING candidate;
 		IF stored IS NULL THEN
 			EXECUTE format($q$
-				INSERT INTO %s (node, generation, holder, expires_at, horizon_ms, floor_ms, claimed_at)
-				VALUES ($1, 1, $2, now() + $3 * interval '1 ms', $4, 0, now())
+				INSERT INTO %s (node, generation, holder, expires_at, horizon_ms, floor_ms, claimed_at,
+								claimed_by, token_hash)
+				VALUES ($1, 1, $2, now() + $3 * interval '1 ms', $4, 0, now(), session_user, $5)
 				ON CONFLICT (node) DO NOTHING
 				RETURNING node, generation, 0::bigint, horizon_ms, expires_at
 				$q$, tbl)
 				INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
-				USING candidate, holder, ttl_ms, wanted;
+				USING candidate, holder, ttl_ms, wanted, hash;
 		ELSIF stored.expires_at <= now() THEN
 			EXECUTE format($q$
 				UPDATE %s
 				   SET generation = generation + 1, holder = $2,
 				       expires_at = now() + $3 * interval '1 ms',
 				       floor_ms = horizon_ms, horizon_ms = greatest(horizon_ms, $4),
-				       claimed_at = now(), renewed_at = NULL, released_at = NULL
+				       claimed_at = now(), renewed_at = NULL, released_at = NULL,
+				       claimed_by = session_user, token_hash = $5
 				 WHERE node = $1
 				RETURNING node, generation, floor_ms, horizon_ms, expires_at
 				$q$, tbl)
 				INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
-				USING candidate, holder, ttl_ms, wanted;
+				USING candidate, holder, ttl_ms, wanted, hash;
 		ELSE
 			node := NULL;		-- taken meanwhile: look again
 		END IF;
@@ -1175,17 +1268,15 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION snowflake_lease_claim(text, integer[], integer[], integer, integer, bigint) IS
-'claim a free worker id among the ranges: prefer it if free, else the lowest free; no row if none is';
+COMMENT ON FUNCTION snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint) IS
+'claim a free worker id among the ranges, held by the secret token: prefer it if free, else the lowest free; no row if none is';
 
 CREATE FUNCTION snowflake_lease_renew(
 	node integer,
-	generation bigint,
+	token text,
 	ttl_ms integer,
 	wanted_horizon_ms bigint,
 	OUT renewed boolean,
-	OUT holder text,
-	OUT holder_generation bigint,
 	OUT horizon_ms bigint,
 	OUT expires_at timestamptz)
 RETURNS record
@@ -1193,72 +1284,79 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	-- the table, in whatever schema the extension is now
-	tbl regclass := (SELECT format('%I.snowflake_lease', n.nspname)::regclass
-					   FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-					  WHERE e.extname = 'snowflake');
-	stored record;
+	-- the extension's schema, wherever it is now, and the table in it
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
+	hash bytea;
 BEGIN
-	EXECUTE format('SELECT generation, holder, horizon_ms, expires_at FROM %s WHERE node = $1 FOR UPDATE', tbl)
-		INTO stored USING $1;
-	IF stored IS NULL OR stored.generation <> $2 THEN
-		-- another claim came in between: not this holder's any more
-		renewed := false;
-		holder := stored.holder;
-		holder_generation := stored.generation;
-		horizon_ms := stored.horizon_ms;
-		expires_at := stored.expires_at;
-		RETURN;
+	IF $1 IS NULL OR token IS NULL OR ttl_ms IS NULL OR wanted_horizon_ms IS NULL THEN
+		RAISE EXCEPTION 'no argument may be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	-- lapsed but not claimed by anyone: still this holder's, renewed
+	EXECUTE format('SELECT %I._snowflake_lease_check($1, $2, $3)', ext)
+		INTO hash USING token, ttl_ms, wanted_horizon_ms;
+	-- only the holder's secret and role renew it, lapsed or not (a lapsed
+	-- lease nobody claimed is still its holder's); anyone else learns
+	-- nothing, not even whether the row exists
 	EXECUTE format($q$
 		UPDATE %s
-		   SET expires_at = now() + $2 * interval '1 ms',
-		       horizon_ms = greatest(horizon_ms, $3), renewed_at = now(), released_at = NULL
-		 WHERE node = $1
-		RETURNING true, holder, generation, horizon_ms, expires_at
+		   SET expires_at = now() + $3 * interval '1 ms',
+		       horizon_ms = greatest(horizon_ms, $4), renewed_at = now()
+		 WHERE node = $1 AND token_hash = $2 AND claimed_by = session_user AND released_at IS NULL
+		RETURNING true, horizon_ms, expires_at
 		$q$, tbl)
-		INTO renewed, holder, holder_generation, horizon_ms, expires_at
-		USING $1, $3, $4;
+		INTO renewed, horizon_ms, expires_at
+		USING $1, hash, ttl_ms, wanted_horizon_ms;
+	renewed := coalesce(renewed, false);
 END
 $$;
 
-COMMENT ON FUNCTION snowflake_lease_renew(integer, bigint, integer, bigint) IS
-'renew a lease of this generation, recording a horizon at least that far; renewed is false if another generation holds it';
+COMMENT ON FUNCTION snowflake_lease_renew(integer, text, integer, bigint) IS
+'renew the lease held by this secret token, recording a horizon at least that far; renewed is false otherwise';
 
-CREATE FUNCTION snowflake_lease_release(node integer, generation bigint, end_ms bigint)
+CREATE FUNCTION snowflake_lease_release(node integer, token text, end_ms bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	-- the table, in whatever schema the extension is now
-	tbl regclass := (SELECT format('%I.snowflake_lease', n.nspname)::regclass
-					   FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-					  WHERE e.extname = 'snowflake');
+	-- the extension's schema, wherever it is now, and the table in it
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
+	hash bytea;
 	released boolean;
 BEGIN
+	IF $1 IS NULL OR token IS NULL OR end_ms IS NULL OR end_ms < 0 THEN
+		RAISE EXCEPTION 'invalid release'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A release names a worker id, its token and the end of its ids, from 0.';
+	END IF;
+	EXECUTE format('SELECT %I._snowflake_lease_check($1, NULL, NULL)', ext)
+		INTO hash USING token;
 	-- the holder's ids all lie below end_ms: their exact end may lower the
-	-- horizon, never below what an earlier holder issued
+	-- horizon, never below what an earlier holder issued, and never raise it
 	EXECUTE format($q$
 		UPDATE %s
 		   SET expires_at = now(), released_at = now(),
-		       horizon_ms = greatest(floor_ms, $3)
-		 WHERE node = $1 AND generation = $2
+		       horizon_ms = greatest(floor_ms, least(horizon_ms, $3))
+		 WHERE node = $1 AND token_hash = $2 AND claimed_by = session_user AND released_at IS NULL
 		RETURNING true
 		$q$, tbl)
-		INTO released USING $1, $2, $3;
+		INTO released USING $1, hash, end_ms;
 	RETURN coalesce(released, false);
 END
 $$;
 
-COMMENT ON FUNCTION snowflake_lease_release(integer, bigint, bigint) IS
-'release a lease of this generation, with the exact end of its ids; false if another generation holds it';
+COMMENT ON FUNCTION snowflake_lease_release(integer, text, bigint) IS
+'release the lease held by this secret token, with the exact end of its ids; false otherwise';
 
 -- Issuing servers connect with a role granted EXECUTE on these three:
---   GRANT EXECUTE ON FUNCTION snowflake_lease_claim(text, integer[], integer[], integer, integer, bigint),
---     snowflake_lease_renew(integer, bigint, integer, bigint),
---     snowflake_lease_release(integer, bigint, bigint) TO snowflake_fleet;
-REVOKE ALL ON FUNCTION snowflake_lease_claim(text, integer[], integer[], integer, integer, bigint),
-	snowflake_lease_renew(integer, bigint, integer, bigint),
-	snowflake_lease_release(integer, bigint, bigint) FROM PUBLIC;
+--   GRANT EXECUTE ON FUNCTION snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
+--     snowflake_lease_renew(integer, text, integer, bigint),
+--     snowflake_lease_release(integer, text, bigint) TO snowflake_fleet;
+REVOKE ALL ON FUNCTION _snowflake_lease_check(text, integer, bigint),
+	snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
+	snowflake_lease_renew(integer, text, integer, bigint),
+	snowflake_lease_release(integer, text, bigint) FROM PUBLIC;

@@ -169,5 +169,32 @@ UNION ALL
  SELECT 'only when fresh', * FROM upgraded)
 ORDER BY object, attribute, side;
 
+-- Leases across the update from 0.2.0: the rows keep their horizons.  A
+-- 0.2.0 lease has no token, so nobody renews or releases it again; once it
+-- expires, the next claim of its worker id issues above its horizon.
+DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake VERSION '0.2.0';
+SELECT node, generation FROM snowflake_lease_claim('old a', '{1}', '{2}', NULL, 60000, 1000000);
+SELECT node, generation FROM snowflake_lease_claim('old b', '{1}', '{2}', NULL, 1, 2000000);
+SELECT (snowflake_lease_renew(1, 1, 60000, 1500000)).renewed AS renewed_under_0_2_0;
+ALTER EXTENSION snowflake UPDATE;
+SELECT node, holder, generation, horizon_ms, floor_ms, claimed_by IS NULL AS no_role,
+	   token_hash IS NULL AS no_token
+  FROM snowflake_lease ORDER BY node;
+-- no token renews or releases them, and the answer tells nothing
+SELECT * FROM snowflake_lease_renew(1, repeat('0', 32), 60000, 0);
+SELECT snowflake_lease_release(1, repeat('0', 32), 0);
+-- worker id 2 expired: a new claim takes it over, above its horizon;
+-- worker id 1 stays its old holder's until it expires
+SELECT pg_sleep(0.01);
+SELECT node, generation, previous_horizon_ms
+  FROM snowflake_lease_claim('new', repeat('1', 32), '{1}', '{2}', NULL, 60000,
+							 (extract(epoch FROM now()) * 1000)::bigint);
+SELECT count(*) AS worker_id_1_free
+  FROM snowflake_lease_claim('newer', repeat('2', 32), '{1}', '{1}', NULL, 60000,
+							 (extract(epoch FROM now()) * 1000)::bigint);
+SELECT node, holder, generation, horizon_ms > 2000000 AS above_old_horizon, floor_ms
+  FROM snowflake_lease ORDER BY node;
+
 \c :regress_db
 DROP DATABASE snowflake_upgrade;

@@ -165,8 +165,9 @@ SnowflakeParseEpoch(const char *text, int64 *unix_ms, const char **error)
 		p++;
 	if (*p != '\0' && strspn(p, "0123456789") == strlen(p))
 	{
-		if (strlen(p) > 15)
-			return false;
+		/* more digits than an int64 holds are out of range too */
+		if (strlen(p) > 18)
+			return lay_epoch_in_range(PG_INT64_MAX, error);
 		*unix_ms = strtoi64(text, NULL, 10);
 		return lay_epoch_in_range(*unix_ms, error);
 	}

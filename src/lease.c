@@ -8,25 +8,46 @@
  *
  * A lease is a row of the coordinator's snowflake_lease table (see the
  * install script): a worker id, the generation of its holder (raised at
- * every claim: the fencing token), an expiry on the coordinator's clock and
- * a horizon.  The horizon is the fence: this server issues ids of its worker
- * id only below the horizon recorded in the row, and a new holder issues
- * only above it, so two holders of one worker id use disjoint times whatever
- * their clocks and pauses do.  Each claim and renewal records a horizon of
- * the clock plus snowflake.lease_ttl_ms plus snowflake.mark_interval_ms.
- * The TTL only decides when a worker id may move to another server.
+ * every claim), an expiry on the coordinator's clock and a horizon.  The
+ * horizon is the fence: this server issues ids of its worker id only below
+ * the horizon recorded in the row, and a new holder issues only above it,
+ * so two holders of one worker id use disjoint times whatever their clocks
+ * and pauses do.  Each claim and renewal records a horizon of the clock
+ * plus snowflake.lease_ttl_ms plus snowflake.mark_interval_ms.  The TTL
+ * only decides when a worker id may move to another server.
+ *
+ * A lease belongs to this server by a secret: 128 random bits drawn when
+ * the client starts, sent with every claim, renewal and release, and kept
+ * nowhere else (the coordinator keeps a hash).  A claim carrying the
+ * secret of a lease the coordinator still holds for us gets that lease
+ * back: a claim of ours that committed after we gave up on its answer, or
+ * our own lease that lapsed here while a late renewal kept it alive there.
+ * Neither locks us out of our worker id for a TTL; we issued nothing under
+ * the first, and the local high-water mark of the worker id keeps us above
+ * what we issued under the second.
+ *
+ * Nothing the coordinator answers is believed unchecked: a worker id
+ * outside the ranges asked for or the layout, a generation that is not
+ * positive, or a horizon short of the one asked for is refused, logged,
+ * and issues nothing.  The calls name the extension's schema on the
+ * coordinator, looked up with search_path set to pg_catalog at each
+ * connection, so no search_path there can redirect them.
  *
  * Validity is judged here on the monotonic clock, from the moment each
  * renewal was sent, less a margin; renewals go out three times per TTL.
- * When validity lapses, or the coordinator says another generation holds
- * the row, the worker id is closed (generator.c) and calls fail until a
- * lease is held again, maybe of another worker id.  At a clean shutdown the
- * worker id is closed and released with the exact end of its ids, so a
- * restart takes it back at once.
+ * When validity lapses, or the coordinator no longer knows our secret, the
+ * worker id is closed (generator.c) and calls fail until a lease is held
+ * again, maybe of another worker id.  At a clean shutdown the worker id is
+ * closed and released with the exact end of its ids, so a restart takes it
+ * back at once.
  *
  * The client talks to the coordinator with libpq, non-blocking, waiting on
  * its latch and the socket, so that shutdown and reload are never held up
- * by the network.  No lock is held across any of it.
+ * by the network; no lock is held across any of it.  Each session on the
+ * coordinator runs with a statement_timeout and a lock_timeout shorter than
+ * the client's own wait, so that a call ends there before the client gives
+ * up on it; a call the client gave up on all the same (a network stall) is
+ * terminated on the coordinator by the next session, before its first call.
  *
  *-------------------------------------------------------------------------
  */
@@ -36,6 +57,7 @@
 #include <unistd.h>
 
 #include "access/xlog.h"
+#include "lib/stringinfo.h"
 #include "libpq-fe.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -49,6 +71,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -66,7 +89,7 @@ typedef enum LeaseStatus
 	LEASE_NONE_FREE,			/* every worker id of the range is leased */
 	LEASE_UNREACHABLE,			/* no connection, or no answer */
 	LEASE_EXPIRED,				/* validity lapsed without a renewal */
-	LEASE_LOST,					/* another generation holds the row */
+	LEASE_LOST,					/* the coordinator renews it no more */
 	LEASE_REFUSED				/* the coordinator answered with an error */
 } LeaseStatus;
 
@@ -87,7 +110,6 @@ typedef struct LeaseShared
 	TimestampTz trouble_since;	/* when the coordinator stopped answering */
 	int64		requests;
 	char		reason[512];	/* the coordinator's last error */
-	char		holder_now[256];	/* LEASE_LOST: who holds it now */
 	char		coordinator[256];
 	Latch	   *client_latch;
 
@@ -100,8 +122,6 @@ static LeaseShared *lease = NULL;
 
 /* Validity ends this much before the TTL after a renewal was sent. */
 #define LEASE_MARGIN_MS(ttl)	Max((ttl) / 20, 50)
-/* A query to the coordinator that takes longer is given up. */
-#define LEASE_QUERY_TIMEOUT_MS(ttl)	Min(Max((ttl) / 3, 200), 5000)
 
 PGDLLEXPORT void SnowflakeLeaseClientMain(Datum arg);
 
@@ -161,6 +181,8 @@ LeaseRegisterWorker(void)
 void
 LeaseGetInfo(LeaseInfo *info)
 {
+	char		coordinator[sizeof(lease->coordinator)];
+
 	memset(info, 0, sizeof(LeaseInfo));
 	if (lease == NULL)
 	{
@@ -177,8 +199,9 @@ LeaseGetInfo(LeaseInfo *info)
 	info->horizon_ms = lease->horizon_ms;
 	info->renewed_at = lease->renewed_at;
 	info->requests = lease->requests;
-	info->coordinator = pstrdup(lease->coordinator);
+	memcpy(coordinator, lease->coordinator, sizeof(coordinator));
 	SpinLockRelease(&lease->mutex);
+	info->coordinator = pstrdup(coordinator);
 }
 
 void
@@ -229,9 +252,9 @@ lease_report(const char *caller)
 		case LEASE_LOST:
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("%s has no worker id: the lease of worker id %d is now held by %s", caller,
-							copy.node, copy.holder_now),
-					 errdetail("This server's lease (generation " INT64_FORMAT ") lapsed and another server claimed it.",
+					 errmsg("%s has no worker id: the lease of worker id %d is no longer this server's", caller,
+							copy.node),
+					 errdetail("The coordinator no longer renews this server's lease (generation " INT64_FORMAT "): it lapsed and another server claimed the worker id.",
 							   copy.generation),
 					 LEASE_HINT));
 			break;
@@ -355,6 +378,18 @@ LeaseAwaitHorizon(int64 until_ms, const char *caller)
 
 /* ---- the client ---------------------------------------------------------- */
 
+/*
+ * A query to the coordinator that takes longer is given up; the
+ * coordinator's own timeouts for it are shorter, so that it ends there
+ * first, and the lock it may wait for is given up sooner still.
+ */
+#define LEASE_QUERY_TIMEOUT_MS(ttl)	Min(Max((ttl) / 3, 200), 5000)
+#define LEASE_STATEMENT_TIMEOUT_MS(ttl)	(LEASE_QUERY_TIMEOUT_MS(ttl) * 3 / 4)
+#define LEASE_LOCK_TIMEOUT_MS(ttl)	(LEASE_QUERY_TIMEOUT_MS(ttl) / 2)
+
+/* A lease's secret: 128 random bits as 32 hexadecimal digits */
+#define LEASE_TOKEN_BYTES	16
+
 /* The client's own view of the lease it holds */
 typedef struct LeaseHeld
 {
@@ -366,12 +401,42 @@ typedef struct LeaseHeld
 	int64		renew_at_us;	/* when to send the next renewal */
 } LeaseHeld;
 
+/* A backend of the coordinator, as its pid and start time */
+typedef struct LeaseBackend
+{
+	int32		pid;			/* 0: none */
+	int64		started_us;
+} LeaseBackend;
+
 static PGconn *lease_conn = NULL;
+static int	lease_conn_ttl;		/* the TTL its timeouts were set for */
+static char *lease_schema;		/* the extension's schema there, quoted */
+static LeaseBackend lease_backend;	/* the coordinator's end of lease_conn */
+static LeaseBackend lease_abandoned;	/* one left running by a timeout */
 static bool trouble_logged;		/* the current trouble is in the log */
 static LeaseHeld held;
+static char lease_token[LEASE_TOKEN_BYTES * 2 + 1];
 static char *lease_holder;		/* this server, for the coordinator */
-static char *lease_lows;		/* the range of worker ids, as arrays */
-static char *lease_highs;
+static int	lease_nranges;		/* the range of worker ids */
+static int *lease_lows;
+static int *lease_highs;
+static char *lease_lows_text;	/* the same, as array literals */
+static char *lease_highs_text;
+static char *lease_coordinator_text;	/* host:port/dbname */
+
+/* This client's secret, drawn once */
+static void
+lease_new_token(void)
+{
+	uint8		bytes[LEASE_TOKEN_BYTES];
+
+	if (!pg_strong_random(bytes, sizeof(bytes)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random lease token")));
+	for (int i = 0; i < LEASE_TOKEN_BYTES; i++)
+		snprintf(lease_token + 2 * i, 3, "%02x", bytes[i]);
+}
 
 /*
  * Trouble talking to the coordinator (unreachable, refused) is the state
@@ -382,6 +447,8 @@ static char *lease_highs;
 static void
 lease_set_status(LeaseStatus status, const char *reason)
 {
+	TimestampTz now = GetCurrentTimestamp();
+
 	SpinLockAcquire(&lease->mutex);
 	if ((status != LEASE_UNREACHABLE && status != LEASE_REFUSED) ||
 		(lease->status != LEASE_HELD && lease->status != LEASE_EXPIRED &&
@@ -392,7 +459,7 @@ lease_set_status(LeaseStatus status, const char *reason)
 	if (status == LEASE_HELD)
 		lease->trouble_since = 0;
 	else if (reason != NULL && lease->trouble_since == 0)
-		lease->trouble_since = GetCurrentTimestamp();
+		lease->trouble_since = now;
 	SpinLockRelease(&lease->mutex);
 	ConditionVariableBroadcast(&lease->cv);
 }
@@ -426,6 +493,19 @@ lease_disconnect(void)
 	if (lease_conn != NULL)
 		PQfinish(lease_conn);
 	lease_conn = NULL;
+	lease_backend.pid = 0;
+}
+
+/* libpq's message, without its final newline */
+static char *
+lease_libpq_message(const char *message)
+{
+	char	   *text = pstrdup(message);
+	size_t		len = strlen(text);
+
+	if (len > 0 && text[len - 1] == '\n')
+		text[len - 1] = '\0';
+	return text;
 }
 
 /* Connect, without blocking; false with the reason set on failure. */
@@ -454,13 +534,10 @@ lease_connect(int64 deadline_us)
 	}
 	if (PQstatus(lease_conn) != CONNECTION_OK)
 	{
-		char	   *reason = pstrdup(PQstatus(lease_conn) == CONNECTION_BAD ?
-									 PQerrorMessage(lease_conn) : "the connection timed out");
+		char	   *reason = PQstatus(lease_conn) == CONNECTION_BAD ?
+			lease_libpq_message(PQerrorMessage(lease_conn)) : "the connection timed out";
 
 		lease_disconnect();
-		/* libpq's messages end with a newline */
-		if (reason[0] != '\0' && reason[strlen(reason) - 1] == '\n')
-			reason[strlen(reason) - 1] = '\0';
 		lease_set_status(LEASE_UNREACHABLE, reason);
 		return false;
 	}
@@ -468,23 +545,18 @@ lease_connect(int64 deadline_us)
 }
 
 /*
- * Run a query with parameters, without blocking; returns its result (to be
- * PQclear'd), or NULL with the status and reason set.
+ * Run one statement with parameters on lease_conn, without blocking, until
+ * deadline; returns its rows (to be PQclear'd), or NULL with the status and
+ * reason set.  A statement given up on is left to be terminated by the next
+ * session.
  */
 static PGresult *
-lease_query(const char *sql, int nparams, const char *const *params)
+lease_exec(const char *sql, int nparams, const char *const *params, int64 deadline)
 {
-	int64		deadline = lease_mono_us() +
-		(int64) LEASE_QUERY_TIMEOUT_MS(snowflake_lease_ttl_ms) * 1000;
 	PGresult   *result = NULL;
 	PGresult   *next;
 	int			flushed;
-
-	if (lease_conn == NULL && !lease_connect(deadline))
-		return NULL;
-	SpinLockAcquire(&lease->mutex);
-	lease->requests++;
-	SpinLockRelease(&lease->mutex);
+	char	   *reason;
 
 	if (!PQsendQueryParams(lease_conn, sql, nparams, NULL, params, NULL, NULL, 0))
 		goto broken;
@@ -510,31 +582,146 @@ lease_query(const char *sql, int nparams, const char *const *params)
 	}
 	if (result != NULL && PQresultStatus(result) == PGRES_TUPLES_OK)
 		return result;
-	{
-		char	   *reason = pstrdup(result != NULL ? PQresultErrorMessage(result) : "no result");
-
-		if (reason[0] != '\0' && reason[strlen(reason) - 1] == '\n')
-			reason[strlen(reason) - 1] = '\0';
-		if (result != NULL)
-			PQclear(result);
-		lease_set_status(LEASE_REFUSED, reason);
-		return NULL;
-	}
+	reason = lease_libpq_message(result != NULL ? PQresultErrorMessage(result) : "no result");
+	if (result != NULL)
+		PQclear(result);
+	lease_set_status(LEASE_REFUSED, reason);
+	return NULL;
 
 broken:
-	{
-		char	   *reason = pstrdup(PQstatus(lease_conn) == CONNECTION_BAD ?
-									 PQerrorMessage(lease_conn) :
-									 "the coordinator did not answer in time");
+	reason = PQstatus(lease_conn) == CONNECTION_BAD ?
+		lease_libpq_message(PQerrorMessage(lease_conn)) :
+		"the coordinator did not answer in time";
+	if (result != NULL)
+		PQclear(result);
+	if (PQstatus(lease_conn) != CONNECTION_BAD)
+		lease_abandoned = lease_backend;
+	lease_disconnect();
+	lease_set_status(LEASE_UNREACHABLE, reason);
+	return NULL;
+}
 
-		if (reason[0] != '\0' && reason[strlen(reason) - 1] == '\n')
-			reason[strlen(reason) - 1] = '\0';
-		if (result != NULL)
-			PQclear(result);
-		lease_disconnect();
-		lease_set_status(LEASE_UNREACHABLE, reason);
-		return NULL;
+/* A whole number from min to max written by the coordinator, or false. */
+static bool
+lease_parse_int(const char *text, int64 min, int64 max, int64 *value)
+{
+	char	   *end;
+
+	if (text == NULL || text[0] == '\0' || strlen(text) > 20)
+		return false;
+	errno = 0;
+	*value = strtoi64(text, &end, 10);
+	return errno == 0 && *end == '\0' && *value >= min && *value <= max;
+}
+
+/*
+ * A session with the coordinator: connect; pin search_path to pg_catalog
+ * and set the timeouts for this TTL; then, in one statement, look up the
+ * extension's schema, who we are there, and terminate the backend a call
+ * given up on left running, if any.
+ */
+static bool
+lease_session_start(int64 deadline)
+{
+	char		statement_ms[16];
+	char		lock_ms[16];
+	char		pid[16];
+	char		started[32];
+	const char *params[2];
+	PGresult   *res;
+	int64		value;
+
+	if (!lease_connect(deadline))
+		return false;
+	lease_conn_ttl = snowflake_lease_ttl_ms;
+	snprintf(statement_ms, sizeof(statement_ms), "%d", LEASE_STATEMENT_TIMEOUT_MS(lease_conn_ttl));
+	snprintf(lock_ms, sizeof(lock_ms), "%d", LEASE_LOCK_TIMEOUT_MS(lease_conn_ttl));
+	params[0] = statement_ms;
+	params[1] = lock_ms;
+	res = lease_exec("SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false), "
+					 "pg_catalog.set_config('statement_timeout', $1, false), "
+					 "pg_catalog.set_config('lock_timeout', $2, false)",
+					 2, params, deadline);
+	if (res == NULL)
+	{
+		lease_disconnect();		/* no half-set-up session */
+		return false;
 	}
+	PQclear(res);
+
+	snprintf(pid, sizeof(pid), "%d", lease_abandoned.pid);
+	snprintf(started, sizeof(started), INT64_FORMAT, lease_abandoned.started_us);
+	params[0] = lease_abandoned.pid != 0 ? pid : NULL;
+	params[1] = lease_abandoned.pid != 0 ? started : NULL;
+	res = lease_exec("SELECT (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+					 "         WHERE e.extname = 'snowflake'), "
+					 "       pg_backend_pid(), "
+					 "       (SELECT (extract(epoch FROM a.backend_start) * 1000000)::bigint "
+					 "          FROM pg_stat_activity a WHERE a.pid = pg_backend_pid()), "
+					 "       (SELECT count(*) FROM pg_stat_activity a "
+					 "         WHERE a.pid = $1::integer "
+					 "           AND (extract(epoch FROM a.backend_start) * 1000000)::bigint = $2::bigint "
+					 "           AND pg_terminate_backend(a.pid))",
+					 2, params, deadline);
+	if (res == NULL)
+	{
+		lease_disconnect();
+		return false;
+	}
+	lease_abandoned.pid = 0;
+	if (PQntuples(res) != 1 || PQnfields(res) != 4 || PQgetisnull(res, 0, 0))
+	{
+		PQclear(res);
+		lease_disconnect();
+		lease_set_status(LEASE_REFUSED, "the coordinator's database has no snowflake extension");
+		return false;
+	}
+	if (lease_schema != NULL)
+		pfree(lease_schema);
+	lease_schema = MemoryContextStrdup(TopMemoryContext, quote_identifier(PQgetvalue(res, 0, 0)));
+	lease_backend.pid = lease_parse_int(PQgetvalue(res, 0, 1), 1, PG_INT32_MAX, &value) ? (int32) value : 0;
+	if (!lease_parse_int(PQgetvalue(res, 0, 2), PG_INT64_MIN, PG_INT64_MAX, &lease_backend.started_us))
+		lease_backend.pid = 0;
+	PQclear(res);
+	return true;
+}
+
+/*
+ * Run a lease call, whose SQL names the extension's schema with %s;
+ * returns its rows (to be PQclear'd), or NULL with the status and reason
+ * set.
+ */
+static PGresult *
+lease_query(const char *sql, int nparams, const char *const *params)
+{
+	int64		deadline = lease_mono_us() +
+		(int64) LEASE_QUERY_TIMEOUT_MS(snowflake_lease_ttl_ms) * 1000;
+
+	/* the session's timeouts follow the TTL */
+	if (lease_conn != NULL && lease_conn_ttl != snowflake_lease_ttl_ms)
+		lease_disconnect();
+	if (lease_conn == NULL && !lease_session_start(deadline))
+		return NULL;
+	SpinLockAcquire(&lease->mutex);
+	lease->requests++;
+	SpinLockRelease(&lease->mutex);
+	return lease_exec(psprintf(sql, lease_schema), nparams, params, deadline);
+}
+
+/*
+ * An answer the coordinator should not have given: refuse it, say so in
+ * the log, and let the status say why.
+ */
+static void
+lease_refuse_answer(const char *call, const char *problem)
+{
+	char	   *reason = psprintf("its answer to %s was refused: %s", call, problem);
+
+	ereport(LOG,
+			(errmsg("the snowflake lease coordinator %s gave a wrong answer to %s: %s",
+					lease_coordinator_text, call, problem),
+			 errdetail("No id is issued under it.")));
+	lease_set_status(LEASE_REFUSED, reason);
 }
 
 /* The horizon to record now: the clock, a TTL and a mark interval ahead. */
@@ -551,6 +738,7 @@ lease_publish(int64 sent_us)
 {
 	int64		now_us = lease_mono_us();
 	int64		valid_ms;
+	TimestampTz now = GetCurrentTimestamp();
 
 	held.valid_until_us = sent_us +
 		(int64) (snowflake_lease_ttl_ms - LEASE_MARGIN_MS(snowflake_lease_ttl_ms)) * 1000;
@@ -563,7 +751,7 @@ lease_publish(int64 sent_us)
 	lease->generation = held.generation;
 	lease->horizon_ms = held.horizon_ms;
 	lease->valid_until = SnowflakeMsToTimestamptz(valid_ms);
-	lease->renewed_at = GetCurrentTimestamp();
+	lease->renewed_at = now;
 	SpinLockRelease(&lease->mutex);
 
 	/* the common path stops where validity would end, a quarter short of the horizon */
@@ -584,6 +772,58 @@ lease_drop(LeaseStatus status, const char *reason)
 	return end;
 }
 
+/* The worker ids asked for, for messages: "0-99, 200" */
+static char *
+lease_describe_ranges(void)
+{
+	StringInfoData text;
+
+	initStringInfo(&text);
+	for (int i = 0; i < lease_nranges; i++)
+	{
+		appendStringInfo(&text, "%s%d", i ? ", " : "", lease_lows[i]);
+		if (lease_highs[i] != lease_lows[i])
+			appendStringInfo(&text, "-%d", lease_highs[i]);
+	}
+	return text.data;
+}
+
+/* Is node one of the worker ids asked for, and one the layout can hold? */
+static bool
+lease_node_asked(int64 node)
+{
+	if (node < 0 || node > SnowflakeMaxNode(&snowflake_layout))
+		return false;
+	for (int i = 0; i < lease_nranges; i++)
+		if (node >= lease_lows[i] && node <= lease_highs[i])
+			return true;
+	return false;
+}
+
+/*
+ * Check a claim's answer (one row of node, generation, previous horizon,
+ * horizon); returns NULL if it is right, else what is wrong.
+ */
+static char *
+lease_claim_problem(PGresult *res, int64 wanted, int64 *node, int64 *generation,
+					int64 *previous, int64 *horizon)
+{
+	if (PQntuples(res) != 1 || PQnfields(res) != 5)
+		return psprintf("%d rows of %d columns, not one row of five", PQntuples(res), PQnfields(res));
+	if (!lease_parse_int(PQgetvalue(res, 0, 0), PG_INT32_MIN, PG_INT32_MAX, node) ||
+		!lease_node_asked(*node))
+		return psprintf("worker id \"%s\" is not among %s (\"snowflake.lease_worker_ids\") or beyond layout \"%s\"",
+						PQgetvalue(res, 0, 0), lease_describe_ranges(), snowflake_layout.name);
+	if (!lease_parse_int(PQgetvalue(res, 0, 1), 1, PG_INT64_MAX, generation))
+		return psprintf("generation \"%s\" is not a positive number", PQgetvalue(res, 0, 1));
+	if (!lease_parse_int(PQgetvalue(res, 0, 3), wanted, PG_INT64_MAX, horizon))
+		return psprintf("horizon \"%s\" is short of the " INT64_FORMAT " asked for",
+						PQgetvalue(res, 0, 3), wanted);
+	if (!lease_parse_int(PQgetvalue(res, 0, 2), 0, *horizon, previous))
+		return psprintf("previous horizon \"%s\" is not between 0 and the horizon", PQgetvalue(res, 0, 2));
+	return NULL;
+}
+
 /* Claim a worker id; returns whether the coordinator answered. */
 static bool
 lease_claim(void)
@@ -591,57 +831,62 @@ lease_claim(void)
 	char		prefer[16];
 	char		ttl[16];
 	char		horizon[32];
-	const char *params[6];
+	const char *params[7];
 	int64		sent_us = lease_mono_us();
+	int64		wanted = lease_wanted_horizon();
 	int32		last = held.node >= 0 ? held.node : GeneratorMarkWorkerNode();
+	int64		node;
+	int64		previous;
+	int64		floor_ms;
+	char	   *problem;
 	PGresult   *res;
 
 	snprintf(prefer, sizeof(prefer), "%d", last);
 	snprintf(ttl, sizeof(ttl), "%d", snowflake_lease_ttl_ms);
-	snprintf(horizon, sizeof(horizon), INT64_FORMAT, lease_wanted_horizon());
+	snprintf(horizon, sizeof(horizon), INT64_FORMAT, wanted);
 	params[0] = lease_holder;
-	params[1] = lease_lows;
-	params[2] = lease_highs;
-	params[3] = last >= 0 ? prefer : NULL;
-	params[4] = ttl;
-	params[5] = horizon;
-	res = lease_query("SELECT node, generation, previous_horizon_ms, horizon_ms "
-					  "FROM snowflake_lease_claim($1, $2::integer[], $3::integer[], $4::integer, $5::integer, $6::bigint)",
-					  6, params);
+	params[1] = lease_token;
+	params[2] = lease_lows_text;
+	params[3] = lease_highs_text;
+	params[4] = last >= 0 ? prefer : NULL;
+	params[5] = ttl;
+	params[6] = horizon;
+	res = lease_query("SELECT node, generation, previous_horizon_ms, horizon_ms, expires_at "
+					  "FROM %s.snowflake_lease_claim($1, $2, $3::integer[], $4::integer[], $5::integer, $6::integer, $7::bigint)",
+					  7, params);
 	if (res == NULL)
 		return false;
-	if (PQntuples(res) == 0)
+	held.renew_at_us = sent_us + (int64) snowflake_lease_ttl_ms * 1000 / 3;
+	if (PQntuples(res) == 0 && PQnfields(res) == 5)
 	{
 		PQclear(res);
-		held.renew_at_us = sent_us + (int64) snowflake_lease_ttl_ms * 1000 / 3;
 		lease_set_status(LEASE_NONE_FREE, "every worker id of the range is leased");
 		return true;
 	}
-	held.held = true;
-	held.node = atoi(PQgetvalue(res, 0, 0));
-	held.generation = strtoi64(PQgetvalue(res, 0, 1), NULL, 10);
-	held.horizon_ms = strtoi64(PQgetvalue(res, 0, 3), NULL, 10);
+	problem = lease_claim_problem(res, wanted, &node, &held.generation, &previous, &held.horizon_ms);
+	PQclear(res);
+	if (problem != NULL)
 	{
-		int64		previous = strtoi64(PQgetvalue(res, 0, 2), NULL, 10);
-		int64		floor_ms;
-
-		PQclear(res);
-
-		/*
-		 * The previous holder issued below previous; its clock was about a
-		 * TTL and a mark interval behind that.
-		 */
-		/* valid before it opens: a call must not find it open and lapsed */
-		held.valid_until_us = sent_us +
-			(int64) (snowflake_lease_ttl_ms - LEASE_MARGIN_MS(snowflake_lease_ttl_ms)) * 1000;
-		pg_atomic_write_u64(&lease->valid_until_us, (uint64) held.valid_until_us);
-		floor_ms = GeneratorOpenWorker(held.node, previous,
-									   previous - snowflake_lease_ttl_ms - snowflake_mark_interval_ms,
-									   held.horizon_ms, held.horizon_ms);
-		ereport(LOG,
-				(errmsg("snowflake worker id %d leased (generation " INT64_FORMAT "), issuing from %s",
-						held.node, held.generation, SnowflakeFormatMs(floor_ms))));
+		lease_refuse_answer("a claim", problem);
+		return true;
 	}
+	held.held = true;
+	held.node = (int32) node;
+
+	/*
+	 * The previous holder issued below previous; its clock was about a TTL
+	 * and a mark interval behind that.  Valid before it opens: a call must
+	 * not find it open and lapsed.
+	 */
+	held.valid_until_us = sent_us +
+		(int64) (snowflake_lease_ttl_ms - LEASE_MARGIN_MS(snowflake_lease_ttl_ms)) * 1000;
+	pg_atomic_write_u64(&lease->valid_until_us, (uint64) held.valid_until_us);
+	floor_ms = GeneratorOpenWorker(held.node, previous,
+								   previous - snowflake_lease_ttl_ms - snowflake_mark_interval_ms,
+								   held.horizon_ms, held.horizon_ms);
+	ereport(LOG,
+			(errmsg("snowflake worker id %d leased (generation " INT64_FORMAT "), issuing from %s",
+					held.node, held.generation, SnowflakeFormatMs(floor_ms))));
 	lease_publish(sent_us);
 	return true;
 }
@@ -651,44 +896,57 @@ static bool
 lease_renew(void)
 {
 	char		node[16];
-	char		generation[32];
 	char		ttl[16];
 	char		horizon[32];
 	const char *params[4];
 	int64		sent_us = lease_mono_us();
+	int64		wanted = lease_wanted_horizon();
+	int64		renewed_horizon;
 	PGresult   *res;
 
 	snprintf(node, sizeof(node), "%d", held.node);
-	snprintf(generation, sizeof(generation), INT64_FORMAT, held.generation);
 	snprintf(ttl, sizeof(ttl), "%d", snowflake_lease_ttl_ms);
-	snprintf(horizon, sizeof(horizon), INT64_FORMAT, lease_wanted_horizon());
+	snprintf(horizon, sizeof(horizon), INT64_FORMAT, wanted);
 	params[0] = node;
-	params[1] = generation;
+	params[1] = lease_token;
 	params[2] = ttl;
 	params[3] = horizon;
-	res = lease_query("SELECT renewed, holder, holder_generation, horizon_ms "
-					  "FROM snowflake_lease_renew($1::integer, $2::bigint, $3::integer, $4::bigint)",
+	res = lease_query("SELECT renewed, horizon_ms, expires_at "
+					  "FROM %s.snowflake_lease_renew($1::integer, $2, $3::integer, $4::bigint)",
 					  4, params);
 	if (res == NULL)
 		return false;
-	if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "t") != 0)
+	if (PQntuples(res) != 1 || PQnfields(res) != 3 ||
+		(strcmp(PQgetvalue(res, 0, 0), "t") != 0 && strcmp(PQgetvalue(res, 0, 0), "f") != 0))
 	{
-		SpinLockAcquire(&lease->mutex);
-		lease_copy_text(lease->holder_now, sizeof(lease->holder_now),
-						PQntuples(res) == 1 && !PQgetisnull(res, 0, 1) ?
-						psprintf("%s (generation %s)", PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2)) :
-						"nobody");
-		SpinLockRelease(&lease->mutex);
 		PQclear(res);
-		(void) lease_drop(LEASE_LOST, "another server holds the lease");
+		/* not renewed: it lapses by itself */
+		held.renew_at_us = lease_mono_us() + (int64) Min(1000, snowflake_lease_ttl_ms / 10) * 1000;
+		lease_refuse_answer("a renewal", "not one row of renewed, horizon_ms, expires_at");
+		return true;
+	}
+	if (strcmp(PQgetvalue(res, 0, 0), "f") == 0)
+	{
+		PQclear(res);
+		(void) lease_drop(LEASE_LOST, "the coordinator no longer renews this server's lease");
 		ereport(LOG,
-				(errmsg("snowflake worker id %d lost: the coordinator gives its lease to another generation",
-						held.node)));
+				(errmsg("snowflake worker id %d lost: the coordinator no longer renews its lease (generation " INT64_FORMAT ")",
+						held.node, held.generation)));
 		held.renew_at_us = 0;	/* claim another at once */
 		return true;
 	}
-	held.horizon_ms = strtoi64(PQgetvalue(res, 0, 3), NULL, 10);
+	if (!lease_parse_int(PQgetvalue(res, 0, 1), wanted, PG_INT64_MAX, &renewed_horizon))
+	{
+		char	   *problem = psprintf("horizon \"%s\" is short of the " INT64_FORMAT " asked for",
+									   PQgetvalue(res, 0, 1), wanted);
+
+		PQclear(res);
+		held.renew_at_us = lease_mono_us() + (int64) Min(1000, snowflake_lease_ttl_ms / 10) * 1000;
+		lease_refuse_answer("a renewal", problem);
+		return true;
+	}
 	PQclear(res);
+	held.horizon_ms = renewed_horizon;
 	lease_publish(sent_us);
 	return true;
 }
@@ -698,21 +956,19 @@ static void
 lease_release(void)
 {
 	char		node[16];
-	char		generation[32];
-	char		horizon[32];
+	char		end_text[32];
 	const char *params[3];
 	int64		end;
 	PGresult   *res;
 
 	end = lease_drop(LEASE_EXPIRED, NULL);
 	snprintf(node, sizeof(node), "%d", held.node);
-	snprintf(generation, sizeof(generation), INT64_FORMAT, held.generation);
-	snprintf(horizon, sizeof(horizon), INT64_FORMAT, end);
+	snprintf(end_text, sizeof(end_text), INT64_FORMAT, end);
 	params[0] = node;
-	params[1] = generation;
-	params[2] = horizon;
+	params[1] = lease_token;
+	params[2] = end_text;
 	ShutdownRequestPending = false; /* let the query run, within its timeout */
-	res = lease_query("SELECT snowflake_lease_release($1::integer, $2::bigint, $3::bigint)",
+	res = lease_query("SELECT %s.snowflake_lease_release($1::integer, $2, $3::bigint)",
 					  3, params);
 	if (res != NULL)
 	{
@@ -751,11 +1007,33 @@ lease_describe_coordinator(void)
 	return text;
 }
 
+/* The worker ids asked for, as the coordinator's two array arguments */
+static void
+lease_prepare_ranges(void)
+{
+	StringInfoData l;
+	StringInfoData h;
+
+	lease_nranges = SnowflakeLeaseRanges(&lease_lows, &lease_highs);
+	initStringInfo(&l);
+	initStringInfo(&h);
+	for (int i = 0; i < lease_nranges; i++)
+	{
+		appendStringInfo(&l, "%s%d", i ? "," : "{", lease_lows[i]);
+		appendStringInfo(&h, "%s%d", i ? "," : "{", lease_highs[i]);
+	}
+	appendStringInfoChar(&l, '}');
+	appendStringInfoChar(&h, '}');
+	lease_lows_text = l.data;
+	lease_highs_text = h.data;
+}
+
 void
 SnowflakeLeaseClientMain(Datum arg)
 {
 	char		hostname[256];
 	MemoryContext turn;
+	MemoryContext old;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -765,19 +1043,20 @@ SnowflakeLeaseClientMain(Datum arg)
 	if (gethostname(hostname, sizeof(hostname)) != 0)
 		strlcpy(hostname, "?", sizeof(hostname));
 	hostname[sizeof(hostname) - 1] = '\0';
-	lease_holder = MemoryContextStrdup(TopMemoryContext,
-									   psprintf("%llu %s:%d %s",
-												(unsigned long long) GetSystemIdentifier(),
-												hostname, PostPortNumber,
-												cluster_name[0] ? cluster_name : "-"));
-	SnowflakeLeaseRangeArrays(&lease_lows, &lease_highs);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	lease_holder = psprintf("%llu %s:%d %s", (unsigned long long) GetSystemIdentifier(),
+							hostname, PostPortNumber, cluster_name[0] ? cluster_name : "-");
+	lease_prepare_ranges();
+	lease_coordinator_text = lease_describe_coordinator();
+	MemoryContextSwitchTo(old);
 	SpinLockAcquire(&lease->mutex);
-	lease_copy_text(lease->coordinator, sizeof(lease->coordinator), lease_describe_coordinator());
+	lease_copy_text(lease->coordinator, sizeof(lease->coordinator), lease_coordinator_text);
 	lease->client_latch = MyLatch;
 	SpinLockRelease(&lease->mutex);
 
 	memset(&held, 0, sizeof(held));
 	held.node = -1;
+	lease_new_token();
 	trouble_logged = false;
 	turn = AllocSetContextCreate(TopMemoryContext, "snowflake lease client",
 								 ALLOCSET_DEFAULT_SIZES);
@@ -785,8 +1064,8 @@ SnowflakeLeaseClientMain(Datum arg)
 	{
 		int64		now_us;
 		int64		wake_us;
-		MemoryContext old = MemoryContextSwitchTo(turn);
 
+		old = MemoryContextSwitchTo(turn);
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

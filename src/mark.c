@@ -23,6 +23,7 @@
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "port/pg_crc32c.h"
@@ -229,15 +230,26 @@ MarkLoad(SnowflakeMark *mark, MarkProblemInfo *info)
 	ssize_t		length;
 	int			fd;
 	bool		loaded;
+	struct stat st;
 
 	memset(mark, 0, sizeof(SnowflakeMark));
 	memset(info, 0, sizeof(MarkProblemInfo));
 
-	fd = OpenTransientFile(SNOWFLAKE_MARK_FILE, O_RDONLY | PG_BINARY);
+	/*
+	 * Non-blocking, so that a FIFO put where the file should be cannot hang
+	 * the postmaster's start-up; only a regular file is read.
+	 */
+	fd = OpenTransientFile(SNOWFLAKE_MARK_FILE, O_RDONLY | O_NONBLOCK | PG_BINARY);
 	if (fd < 0)
 	{
 		info->saved_errno = errno;
 		return mark_fail(info, errno == ENOENT ? MARK_ABSENT : MARK_CANNOT_OPEN, 0, 0);
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+	{
+		info->saved_errno = errno;
+		CloseTransientFile(fd);
+		return mark_fail(info, MARK_NOT_REGULAR, 0, 0);
 	}
 	bytes = palloc(MARK_MAX_SIZE + 1);
 	length = read(fd, bytes, MARK_MAX_SIZE + 1);
@@ -260,6 +272,8 @@ MarkDescribeProblem(const MarkProblemInfo *info)
 		case MARK_CANNOT_OPEN:
 			errno = info->saved_errno;
 			return psprintf("The file could not be opened: %m.");
+		case MARK_NOT_REGULAR:
+			return psprintf("It is not a regular file.");
 		case MARK_CANNOT_READ:
 			errno = info->saved_errno;
 			return psprintf("The file could not be read: %m.");
@@ -327,7 +341,9 @@ MarkWrite(const SnowflakeMark *mark, int elevel)
 	crc = mark_crc(bytes, length - sizeof(pg_crc32c));
 	memcpy(bytes + length - sizeof(pg_crc32c), &crc, sizeof(crc));
 
-	fd = OpenTransientFile(MARK_TEMP_FILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	/* a new file, whatever was left at its path (even a FIFO) */
+	(void) unlink(MARK_TEMP_FILE);
+	fd = OpenTransientFile(MARK_TEMP_FILE, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
 	if (fd < 0)
 	{
 		ereport(elevel,

@@ -48,6 +48,7 @@ typedef enum MarkProblem
 	MARK_OK,
 	MARK_ABSENT,				/* no file: nothing was issued here yet */
 	MARK_CANNOT_OPEN,
+	MARK_NOT_REGULAR,			/* a FIFO, a directory, a device... */
 	MARK_CANNOT_READ,
 	MARK_TRUNCATED,				/* shorter than its header */
 	MARK_WRONG_LENGTH,			/* not the length its header says */

@@ -13,9 +13,9 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "libpq-fe.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
-#include "lib/stringinfo.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
@@ -156,6 +156,8 @@ snowflake_parse_ranges(const char *text, int64 max, const char *noun, int *lows,
 			break;
 		if (*p < '0' || *p > '9' || strspn(p, "0123456789") > 10)
 			goto malformed;
+		if (p[0] == '0' && p[1] >= '0' && p[1] <= '9')
+			goto leading_zero;
 		low = high = strtoi64(p, &end, 10);
 		p = end;
 		if (*p == '-')
@@ -163,6 +165,8 @@ snowflake_parse_ranges(const char *text, int64 max, const char *noun, int *lows,
 			p++;
 			if (*p < '0' || *p > '9' || strspn(p, "0123456789") > 10)
 				goto malformed;
+			if (p[0] == '0' && p[1] >= '0' && p[1] <= '9')
+				goto leading_zero;
 			high = strtoi64(p, &end, 10);
 			p = end;
 		}
@@ -194,6 +198,11 @@ snowflake_parse_ranges(const char *text, int64 max, const char *noun, int *lows,
 
 malformed:
 	*problem = psprintf("Write numbers and ranges, such as \"0-99, 200, 300-310\".");
+	return -1;
+
+leading_zero:
+	*problem = psprintf("Write numbers in plain decimal, without leading zeros: \"%.*s\" could be read as octal.",
+						(int) strspn(p, "0123456789"), p);
 	return -1;
 }
 
@@ -229,6 +238,60 @@ snowflake_parse_shards(const char *text, int *values, int64 max_node, char **pro
 	return count;
 }
 
+/*
+ * What is wrong with a coordinator's connection string, or NULL.  It must
+ * parse, and hold no secret: members of pg_read_all_settings (pg_monitor
+ * among them) read GUC_SUPERUSER_ONLY settings too.  Syntax only, with no
+ * I/O: this serves the check hook.
+ */
+static char *
+snowflake_conninfo_problem(const char *conninfo)
+{
+	char	   *libpq_error = NULL;
+	PQconninfoOption *options;
+	char	   *problem = NULL;
+
+	if (conninfo == NULL || conninfo[0] == '\0')
+		return NULL;
+	options = PQconninfoParse(conninfo, &libpq_error);
+	if (options == NULL)
+	{
+		problem = libpq_error ?
+			psprintf("It is not a connection string libpq can read: %s", libpq_error) :
+			psprintf("It is not a connection string libpq can read (out of memory).");
+		/* libpq's messages end with a newline */
+		if (problem[strlen(problem) - 1] == '\n')
+			problem[strlen(problem) - 1] = '\0';
+		if (libpq_error)
+			PQfreemem(libpq_error);
+		return problem;
+	}
+	for (PQconninfoOption *o = options; o->keyword != NULL; o++)
+		if (o->val != NULL && o->val[0] != '\0' &&
+			(strcmp(o->keyword, "password") == 0 || strcmp(o->keyword, "sslpassword") == 0))
+			problem = psprintf("It holds a %s, which members of pg_read_all_settings, pg_monitor among them, could read.",
+							   o->keyword);
+	PQconninfoFree(options);
+	return problem;
+}
+
+#define SNOWFLAKE_CONNINFO_HINT \
+	"Put the password in a password file (passfile=, or ~/.pgpass of the operating-system user the server runs as), or use client certificates."
+
+/* The message names no value: the refused one may hold a password. */
+static bool
+check_lease_conninfo(char **newval, void **extra, GucSource source)
+{
+	char	   *problem = snowflake_conninfo_problem(*newval);
+
+	if (problem == NULL)
+		return true;
+	GUC_check_errmsg("invalid value for parameter \"snowflake.lease_conninfo\"");
+	GUC_check_errdetail("%s", problem);
+	GUC_check_errhint(SNOWFLAKE_CONNINFO_HINT);
+	return false;
+}
+
 static bool
 check_lease_worker_ids(char **newval, void **extra, GucSource source)
 {
@@ -245,40 +308,29 @@ check_lease_worker_ids(char **newval, void **extra, GucSource source)
 }
 
 /*
- * The worker ids a lease may take, as two integer array literals of the
- * ranges' ends, for the coordinator: every value of the layout by default.
+ * The worker ids a lease may take, as ranges of which lows and highs
+ * (palloc'd) hold the ends: every value of the layout by default.  Returns
+ * their count.
  */
-void
-SnowflakeLeaseRangeArrays(char **lows_text, char **highs_text)
+int
+SnowflakeLeaseRanges(int **lows, int **highs)
 {
 	int64		nvalues;
 	char	   *problem;
 	int			n = snowflake_parse_ranges(snowflake_lease_worker_ids, PG_INT32_MAX,
 										   "worker id", NULL, NULL, &nvalues, &problem);
-	int		   *lows = palloc(sizeof(int) * (n + 1));
-	int		   *highs = palloc(sizeof(int) * (n + 1));
-	StringInfoData l;
-	StringInfoData h;
 
+	*lows = palloc(sizeof(int) * (n + 1));
+	*highs = palloc(sizeof(int) * (n + 1));
 	(void) snowflake_parse_ranges(snowflake_lease_worker_ids, PG_INT32_MAX,
-								  "worker id", lows, highs, &nvalues, &problem);
+								  "worker id", *lows, *highs, &nvalues, &problem);
 	if (n == 0)
 	{
-		lows[0] = 0;
-		highs[0] = SnowflakeMaxNode(&snowflake_layout);
+		(*lows)[0] = 0;
+		(*highs)[0] = SnowflakeMaxNode(&snowflake_layout);
 		n = 1;
 	}
-	initStringInfo(&l);
-	initStringInfo(&h);
-	for (int i = 0; i < n; i++)
-	{
-		appendStringInfo(&l, "%s%d", i ? "," : "{", lows[i]);
-		appendStringInfo(&h, "%s%d", i ? "," : "{", highs[i]);
-	}
-	appendStringInfoChar(&l, '}');
-	appendStringInfoChar(&h, '}');
-	*lows_text = MemoryContextStrdup(TopMemoryContext, l.data);
-	*highs_text = MemoryContextStrdup(TopMemoryContext, h.data);
+	return n;
 }
 
 /*
@@ -403,9 +455,19 @@ snowflake_check_final(const char *const *names, char **configured)
 								   &ignored, &problem) < 0)
 			snowflake_refuse(names[i], value, problem);
 		if (strcmp(names[i], "snowflake.worker_id") == 0 &&
-			(!parse_int(value, &worker_id, 0, NULL) || worker_id < 0))
+			(strspn(value, "0123456789") != strlen(value) || strlen(value) == 0 ||
+			 strlen(value) > 10 || (value[0] == '0' && value[1] != '\0') ||
+			 !parse_int(value, &worker_id, 0, NULL)))
 			snowflake_refuse(names[i], value,
-							 psprintf("A worker id is a whole number from 0 to %d.", max_node));
+							 psprintf("A worker id is a whole number from 0 to %d in plain decimal digits, such as 7: no sign, leading zero, fraction or hexadecimal prefix.",
+									  max_node));
+		if (strcmp(names[i], "snowflake.lease_conninfo") == 0 &&
+			(problem = snowflake_conninfo_problem(value)) != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for parameter \"%s\"", names[i]),
+					 errdetail("%s", problem),
+					 errhint(SNOWFLAKE_CONNINFO_HINT)));
 	}
 
 	problem = SnowflakeLayoutProblem(&snowflake_layout);
@@ -479,7 +541,8 @@ void
 _PG_init(void)
 {
 	static const char *const names[] = {"snowflake.epoch", "snowflake.layout",
-	"snowflake.worker_id", "snowflake.shards", "snowflake.lease_worker_ids", NULL};
+		"snowflake.worker_id", "snowflake.shards", "snowflake.lease_worker_ids",
+		"snowflake.lease_conninfo", NULL};
 	char	   *configured[lengthof(names)];
 
 	/*
@@ -571,17 +634,19 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	/*
-	 * It may hold a password: superuser-only, hidden from other roles.  A
-	 * passfile (passfile=, or ~/.pgpass of the server's user) works too.
+	 * GUC_SUPERUSER_ONLY keeps it from ordinary roles, but members of
+	 * pg_read_all_settings read it too: it must hold no password, and the
+	 * check refuses one (a passfile, ~/.pgpass or a client certificate
+	 * serves instead).
 	 */
 	DefineCustomStringVariable("snowflake.lease_conninfo",
 							   "Connection string of the coordinator this server leases its worker id from; empty: the worker id is \"snowflake.worker_id\".",
-							   NULL,
+							   "It may hold no password: use a password file or a client certificate.",
 							   &snowflake_lease_conninfo,
 							   "",
 							   startup_context,
 							   GUC_SUPERUSER_ONLY,
-							   NULL, NULL, NULL);
+							   check_lease_conninfo, NULL, NULL);
 
 	/*
 	 * Ten seconds: a worker id whose server died moves to another server

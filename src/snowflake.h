@@ -41,7 +41,7 @@ extern int	snowflake_worker_index;
 extern char *snowflake_lease_conninfo;
 extern int	snowflake_lease_ttl_ms;
 extern char *snowflake_lease_worker_ids;
-extern void SnowflakeLeaseRangeArrays(char **lows_text, char **highs_text);
+extern int	SnowflakeLeaseRanges(int **lows, int **highs);
 #define SnowflakeLeases() (snowflake_lease_conninfo != NULL && snowflake_lease_conninfo[0] != '\0')
 
 /* SQLSTATE of a refused clock rollback: an error external to PostgreSQL */

@@ -36,11 +36,27 @@ my %refused = (
 	'snowflake.worker_id = 1024' =>
 	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": "1024"\n.*DETAIL:  Layout "snowflake" has 10 bits of worker id, for worker ids 0 to 1023\./,
 	'snowflake.worker_id = -1' =>
-	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": "-1"\n.*DETAIL:  A worker id is a whole number from 0 to 1023\./,
+	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": "-1"\n.*DETAIL:  A worker id is a whole number from 0 to 1023 in plain decimal digits/,
+	# a typo must not become another server's worker id: 010 is not 8 (octal)
+	# nor 10, 0x10 not 16, 2.5 not 2
+	'snowflake.worker_id = 010' =>
+	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": "010"\n.*DETAIL:  A worker id is a whole number from 0 to 1023 in plain decimal digits, such as 7: no sign, leading zero, fraction or hexadecimal prefix\./,
+	'snowflake.worker_id = 0x10' =>
+	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": "0x10"\n.*DETAIL:  A worker id is a whole number from 0 to 1023 in plain decimal/,
+	'snowflake.worker_id = 2.5' =>
+	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": "2.5"\n.*DETAIL:  A worker id is a whole number from 0 to 1023 in plain decimal/,
+	"snowflake.worker_id = '+5'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.worker_id": "\+5"\n.*DETAIL:  A worker id is a whole number from 0 to 1023 in plain decimal/,
+	"snowflake.shards = '7, 010'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.shards": "7, 010"\n.*DETAIL:  Write numbers in plain decimal, without leading zeros: "010" could be read as octal\./,
+	"snowflake.lease_worker_ids = '0-010'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.lease_worker_ids": "0-010"\n.*DETAIL:  Write numbers in plain decimal, without leading zeros: "010"/,
 	"snowflake.epoch = '-999999999999999'" =>
 	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "-999999999999999"\n.*DETAIL:  The epoch lies outside PostgreSQL's timestamps\./,
 	"snowflake.layout = 'time:53 worker:5 sequence:5'\nsnowflake.epoch = '9999-01-01'" =>
 	  qr/FATAL:  invalid value for parameter "snowflake.layout": "time:53 worker:5 sequence:5"\n.*DETAIL:  A time field of 53 bits in ticks of 1 ms since 9999-01-01 .* runs past the year 294276/,
+	"snowflake.epoch = '12345678901234567'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "12345678901234567"\n.*DETAIL:  The epoch lies outside PostgreSQL's timestamps\./,
 	"snowflake.epoch = 'soon'" =>
 	  qr/FATAL:  invalid value for parameter "snowflake.epoch": "soon"/,
 	"snowflake.layout = 'time:41 worker:10 sequence:11'" =>
@@ -52,6 +68,21 @@ my %refused = (
 	"snowflake.shards = '1000-1024'" =>
 	  qr/FATAL:  invalid value for parameter "snowflake.shards": "1000-1024"\n.*DETAIL:  The range 1000-1024 is empty or beyond the largest shard of layout "snowflake", 1023\./,);
 my $n = 0;
+
+# A 16-digit count of milliseconds within PostgreSQL's timestamps is an
+# epoch like any other (in the far future here: the calls say when ids can
+# be issued).
+{
+	my $node = snowflake_node('epoch16', "snowflake.epoch = '1000000000000000'\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+	is($node->safe_psql('postgres', 'SHOW snowflake.epoch'), '1000000000000000',
+		'a 16-digit epoch in milliseconds within range is accepted');
+	like(psql_stderr($node, 'SELECT snowflake_nextval()'), qr/ERROR:  22008: /,
+		'and the calls say the epoch is ahead');
+	$node->stop;
+}
+
 for my $setting (sort keys %refused)
 {
 	my $node = snowflake_node('refused' . $n++, "$setting\n");

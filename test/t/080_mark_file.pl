@@ -10,6 +10,7 @@ use lib $FindBin::RealBin;
 
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time);
 use SnowflakeTest;
 
 my $node = snowflake_node('mark', "snowflake.worker_id = 7\n");
@@ -155,5 +156,19 @@ $node->append_conf('postgresql.conf', "snowflake.epoch = '2024-01-01'\n");
 $node->start;
 is_above($node, draw_max($node, 1), $before, 'an earlier epoch is accepted: new ids sort above the old');
 $node->stop;
+
+# A FIFO where the file should be (a mistake, or a hostile neighbour with
+# the server's operating-system user): start-up does not wait for a writer
+# that never comes, and the calls refuse as for any file that is no mark.
+unlink($mark) or die $!;
+system('mkfifo', $mark) == 0 or die 'mkfifo failed';
+my $fifo_started = time();
+ok($node->start(fail_ok => 1), 'with a FIFO for a mark the server starts');
+cmp_ok(time() - $fifo_started, '<', 60, 'at once');
+like(psql_stderr($node, 'SELECT snowflake_nextval()'),
+	qr/ERROR:  XX001: high-water mark file "snowflake.mark" is invalid\n.*DETAIL:  It is not a regular file\./,
+	'and the calls refuse, saying why');
+$node->stop;
+unlink($mark) or die $!;
 
 done_testing();

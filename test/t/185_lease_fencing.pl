@@ -94,7 +94,7 @@ sub fencing
 		q{SELECT lease_state IN ('lost', 'no free worker id') FROM snowflake_stats})
 	  or die 'the woken server does not see its lease gone';
 	like(psql_stderr($frozen, 'SELECT snowflake_nextval()'),
-		qr/ERROR:  55000: snowflake_nextval\(\) has no worker id: (the lease of worker id $worker is now held by|every worker id)/,
+		qr/ERROR:  55000: snowflake_nextval\(\) has no worker id: (the lease of worker id $worker is no longer this server's|every worker id)/,
 		"$label: and go on failing, saying the worker id is held by another server");
 	is($frozen->safe_psql('postgres', 'SELECT worker_id IS NULL FROM snowflake_stats'), 't',
 		"$label: it shows no worker id");

@@ -89,25 +89,21 @@ $coordinator->safe_psql('postgres', q{
 	CREATE ROLE fleetpw LOGIN PASSWORD 'right';
 	CREATE DATABASE noext;});
 $coordinator->safe_psql('postgres', q{SELECT pg_reload_conf()});
-{
-	# fleetpw must give a password
-	my $hba = $coordinator->data_dir . '/pg_hba.conf';
-	my $rules = slurp_file($hba);
-	open(my $fh, '>', $hba) or die $!;
-	print $fh "local all fleetpw scram-sha-256\n$rules";
-	close($fh);
-	$coordinator->reload;
-}
+require_password($coordinator, 'fleetpw');
 my $socket = 'host=' . $coordinator->host . ' port=' . $coordinator->port;
+# a password file with the wrong password (a password in the connection
+# string itself is refused at start-up: see below)
+my $pgpass = "$dir/wrong.pgpass";
+write_passfile($pgpass, '*:*:*:fleetpw:wrong');
 my %bad = (
 	unreachable => [ "host=$dir/nowhere port=1 dbname=postgres",
 		qr/the lease coordinator is unreachable\n.*DETAIL:  Since .*: (connection to server .* failed|could not connect to server)/s,
 		'unreachable' ],
-	'wrong password' => [ "$socket dbname=postgres user=fleetpw password=wrong",
+	'wrong password' => [ "$socket dbname=postgres user=fleetpw passfile=$pgpass",
 		qr/the lease coordinator is unreachable\n.*password authentication failed for user "fleetpw"/s,
 		'unreachable' ],
 	'no extension' => [ "$socket dbname=noext user=fleet",
-		qr/the lease coordinator refused the claim\n.*function snowflake_lease_claim\(.*\) does not exist/s,
+		qr/the lease coordinator refused the claim\n.*DETAIL:  Since .*: the coordinator's database has no snowflake extension/s,
 		'refused' ],);
 my $n = 0;
 for my $case (sort keys %bad)
@@ -132,6 +128,16 @@ my %refused = (
 	  qr/FATAL:  invalid value for parameter "snowflake.lease_worker_ids": "5-3"\n.*DETAIL:  The range 5-3 is empty/,
 	"snowflake.lease_worker_ids = '0-2000'" =>
 	  qr/FATAL:  invalid value for parameter "snowflake.lease_worker_ids": "0-2000"\n.*DETAIL:  The range 0-2000 is empty or beyond the largest worker id of layout "snowflake", 1023\./,
+	# a password would be readable by pg_read_all_settings: refused, and
+	# the log does not repeat it
+	"snowflake.lease_conninfo = 'host=/tmp dbname=postgres user=fleet password=sesame'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.lease_conninfo"\n.*DETAIL:  It holds a password, which members of pg_read_all_settings, pg_monitor among them, could read\.\n.*HINT:  Put the password in a password file/,
+	"snowflake.lease_conninfo = 'postgresql://fleet:sesame\@localhost/postgres'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.lease_conninfo"\n.*DETAIL:  It holds a password/,
+	"snowflake.lease_conninfo = 'host=/tmp sslpassword=sesame'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.lease_conninfo"\n.*DETAIL:  It holds a sslpassword/,
+	"snowflake.lease_conninfo = 'host=/tmp nonsense=1'" =>
+	  qr/FATAL:  invalid value for parameter "snowflake.lease_conninfo"\n.*DETAIL:  It is not a connection string libpq can read: invalid connection option "nonsense"/,
 	"snowflake.worker_id = 3" =>
 	  qr/FATAL:  "snowflake.worker_id" and "snowflake.lease_conninfo" cannot both be set/,
 	"snowflake.shards = '5'\nsnowflake.lease_worker_ids = '0-9'" =>
@@ -141,6 +147,7 @@ for my $setting (sort keys %refused)
 	my $node = lease_node('refused' . $n++, $coordinator, "$setting\n");
 	ok(!$node->start(fail_ok => 1), "the server refuses to start with $setting");
 	like(slurp_file($node->logfile), $refused{$setting}, 'and the log says why');
+	unlike(slurp_file($node->logfile), qr/sesame/, 'without the password');
 }
 
 $coordinator->stop;

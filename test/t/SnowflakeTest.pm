@@ -7,6 +7,7 @@ use warnings;
 
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
 use IPC::Run;
 use Test::More;
 use Time::HiRes qw(time usleep);
@@ -15,7 +16,7 @@ our @EXPORT =
   qw(snowflake_node draw_max is_above psql_stderr step_clock start_with_fake_clock
   clock_behind_id clock_right kill_server stream_ids stream_largest
   lease_coordinator lease_node wait_for_lease freeze_server thaw_server draw_to_file
-  repeated_ids);
+  repeated_ids require_password write_passfile);
 
 # A new node with snowflake preloaded; $conf is appended to postgresql.conf,
 # %init goes to init (allows_streaming => 1, say).  The caller starts it and
@@ -205,9 +206,9 @@ sub lease_coordinator
 		CREATE EXTENSION snowflake;
 		CREATE ROLE fleet LOGIN;
 		GRANT EXECUTE ON FUNCTION
-			snowflake_lease_claim(text, integer[], integer[], integer, integer, bigint),
-			snowflake_lease_renew(integer, bigint, integer, bigint),
-			snowflake_lease_release(integer, bigint, bigint) TO fleet;});
+			snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
+			snowflake_lease_renew(integer, text, integer, bigint),
+			snowflake_lease_release(integer, text, bigint) TO fleet;});
 	return $node;
 }
 
@@ -295,6 +296,31 @@ sub repeated_ids
 
 	chomp $repeats;
 	return $repeats + 0;
+}
+
+# Make $role log in to $node with a password over the local socket (a rule
+# ahead of the trust rules init writes), and reload.
+sub require_password
+{
+	my ($node, $role) = @_;
+	my $hba = $node->data_dir . '/pg_hba.conf';
+	my $rules = PostgreSQL::Test::Utils::slurp_file($hba);
+
+	open(my $fh, '>', $hba) or die $!;
+	print $fh "local all $role scram-sha-256\n$rules";
+	close($fh);
+	$node->reload;
+}
+
+# A password file of one line for libpq: "host:port:db:user:password".
+sub write_passfile
+{
+	my ($path, $line) = @_;
+
+	open(my $fh, '>', $path) or die $!;
+	print $fh "$line\n";
+	close($fh);
+	chmod(0600, $path) or die $!;
 }
 
 1;
