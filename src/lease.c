@@ -649,26 +649,31 @@ lease_session_start(int64 deadline)
 	}
 	PQclear(res);
 
+	/*
+	 * (OFFSET 0 keeps the backend's identity checked before anything is
+	 * terminated.)  One try: a failure is not repeated at every connection.
+	 */
 	snprintf(pid, sizeof(pid), "%d", lease_abandoned.pid);
 	snprintf(started, sizeof(started), INT64_FORMAT, lease_abandoned.started_us);
 	params[0] = lease_abandoned.pid != 0 ? pid : NULL;
 	params[1] = lease_abandoned.pid != 0 ? started : NULL;
+	lease_abandoned.pid = 0;
 	res = lease_exec("SELECT (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
 					 "         WHERE e.extname = 'snowflake'), "
 					 "       pg_backend_pid(), "
 					 "       (SELECT (extract(epoch FROM a.backend_start) * 1000000)::bigint "
 					 "          FROM pg_stat_activity a WHERE a.pid = pg_backend_pid()), "
-					 "       (SELECT count(*) FROM pg_stat_activity a "
-					 "         WHERE a.pid = $1::integer "
-					 "           AND (extract(epoch FROM a.backend_start) * 1000000)::bigint = $2::bigint "
-					 "           AND pg_terminate_backend(a.pid))",
+					 "       (SELECT count(pg_terminate_backend(left_running.pid)) "
+					 "          FROM (SELECT a.pid FROM pg_stat_activity a "
+					 "                 WHERE a.pid = $1::integer "
+					 "                   AND (extract(epoch FROM a.backend_start) * 1000000)::bigint = $2::bigint "
+					 "                OFFSET 0) left_running)",
 					 2, params, deadline);
 	if (res == NULL)
 	{
 		lease_disconnect();
 		return false;
 	}
-	lease_abandoned.pid = 0;
 	if (PQntuples(res) != 1 || PQnfields(res) != 4 || PQgetisnull(res, 0, 0))
 	{
 		PQclear(res);
