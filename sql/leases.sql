@@ -103,9 +103,14 @@ SELECT * FROM snowflake_lease_claim('x', :tx, '{3}', '{5}', NULL, 2147483647, 0)
 \set VERBOSITY terse
 SELECT * FROM snowflake_lease_claim('x', :tx, '{3}', '{5}', NULL, 60000, -1);
 SELECT * FROM snowflake_lease_claim('x', :tx, '{3}', '{5}', NULL, 60000, 9223372036854775807);
--- the bound: the TTL plus 5 minutes past the coordinator's clock
+-- the bound: the TTL plus 5 minutes past the coordinator's clock (the
+-- SQLSTATE alone: the message names the horizon)
+\set VERBOSITY sqlstate
 SELECT * FROM snowflake_lease_claim('x', :tx, '{3}', '{5}', NULL, 60000,
 	(extract(epoch FROM clock_timestamp()) * 1000)::bigint + 60000 + 300000 + 60000);
+SELECT count(*) FROM snowflake_lease_claim('x', :tx, '{3}', '{5}', NULL, 60000,
+	(extract(epoch FROM clock_timestamp()) * 1000)::bigint + 60000 + 300000 - 60000);
+\set VERBOSITY terse
 SELECT renewed FROM snowflake_lease_renew(3, :ta, 60000, 9223372036854775807);
 \set VERBOSITY default
 SELECT renewed FROM snowflake_lease_renew(3, :ta, 600001, 0);
