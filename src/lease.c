@@ -699,18 +699,21 @@ lease_session_start(int64 deadline)
 static PGresult *
 lease_query(const char *sql, int nparams, const char *const *params)
 {
-	int64		deadline = lease_mono_us() +
-		(int64) LEASE_QUERY_TIMEOUT_MS(snowflake_lease_ttl_ms) * 1000;
+	int64		timeout_us = (int64) LEASE_QUERY_TIMEOUT_MS(snowflake_lease_ttl_ms) * 1000;
 
-	/* the session's timeouts follow the TTL */
+	/*
+	 * The session's timeouts follow the TTL.  Starting a session and the
+	 * call each get the whole timeout: on a busy coordinator, a connection
+	 * and the call together may take longer than either alone.
+	 */
 	if (lease_conn != NULL && lease_conn_ttl != snowflake_lease_ttl_ms)
 		lease_disconnect();
-	if (lease_conn == NULL && !lease_session_start(deadline))
+	if (lease_conn == NULL && !lease_session_start(lease_mono_us() + timeout_us))
 		return NULL;
 	SpinLockAcquire(&lease->mutex);
 	lease->requests++;
 	SpinLockRelease(&lease->mutex);
-	return lease_exec(psprintf(sql, lease_schema), nparams, params, deadline);
+	return lease_exec(psprintf(sql, lease_schema), nparams, params, lease_mono_us() + timeout_us);
 }
 
 /*
