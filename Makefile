@@ -3,13 +3,17 @@ EXTVERSION = 0.3.0
 
 MODULE_big = snowflake
 OBJS = src/snowflake.o src/layout.o src/decision.o src/generator.o src/mark.o \
-	src/worker.o src/lease.o src/functions.o src/uuidv7.o
+	src/worker.o src/lease.o src/functions.o src/uuidv7.o \
+	src/ff1.o src/idtext.o src/publicid.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
 PG_CPPFLAGS = -DSNOWFLAKE_VERSION=\"$(EXTVERSION)\" -I$(libpq_srcdir)
 # the lease client talks to the coordinator with libpq, as postgres_fdw does
 SHLIB_LINK_INTERNAL = $(libpq)
+# AES for the public ids' FF1 (src/ff1.c), from OpenSSL's libcrypto as the
+# server's own pgcrypto and SSL use it (libssl-dev for the headers)
+SHLIB_LINK += -lcrypto
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wmissing-prototypes
 ifeq ($(WERROR),1)
 PG_CFLAGS += -Werror
@@ -18,7 +22,8 @@ endif
 # Every suite runs on a temporary instance with the library preloaded.
 TEST_CONF = $(CURDIR)/test/snowflake.conf
 
-REGRESS = layout layouts api errors reserved_prefix shards uuidv7 convert leases upgrade
+REGRESS = layout layouts api errors reserved_prefix shards uuidv7 convert leases publicid \
+	upgrade
 # UTF-8, so that messages are converted for clients of other encodings
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF) --encoding=UTF8
 
@@ -30,12 +35,15 @@ ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_isolation \
 # The generator's state machine, unit-tested without a server
 # (test/unit/decision_test.c): make unitcheck.
 UNIT_TEST = test/unit/decision_test
+# FF1 against NIST's sample vectors, and the text forms of ids
+# (test/unit/ff1_test.c)
+FF1_TEST = test/unit/ff1_test
 
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
 EXTRA_CLEAN = tmp_regress tmp_isolation output_iso results regression.diffs \
-	regression.out $(UNIT_TEST)
+	regression.out $(UNIT_TEST) $(FF1_TEST)
 
 # Nothing here gains from JIT inlining, and bitcode needs a clang matching
 # the server's LLVM.
@@ -53,6 +61,11 @@ $(UNIT_TEST): test/unit/decision_test.c src/decision.c src/decision.h src/layout
 	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(includedir_server) -I$(includedir) \
 		-o $@ test/unit/decision_test.c src/decision.c -L$(pkglibdir) -lpgcommon -lpgport -lm
 
+$(FF1_TEST): test/unit/ff1_test.c src/ff1.c src/ff1.h src/idtext.c src/idtext.h
+	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(includedir_server) -I$(includedir) \
+		-o $@ test/unit/ff1_test.c src/ff1.c src/idtext.c -L$(pkglibdir) -lpgcommon -lpgport -lcrypto -lm
+
 .PHONY: unitcheck
-unitcheck: $(UNIT_TEST)
+unitcheck: $(UNIT_TEST) $(FF1_TEST)
 	./$(UNIT_TEST)
+	./$(FF1_TEST)
