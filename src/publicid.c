@@ -20,9 +20,14 @@
  * re-read the file under it.  A key takes effect when the file is written:
  * ROLLBACK does not undo it.
  *
- * The backend cache (key_cache) is valid for one transaction: the first call
- * of a transaction re-reads the file, and keeps the cached keys (and their
- * prepared AES contexts) when its bytes did not change.
+ * The backend cache (key_cache) is read again by the first call of a
+ * transaction that starts a second or more after the last reading (a read
+ * costs a few system calls, about 20 us on a busy VM: too much for every
+ * transaction), and at once when a public id names a version the cache
+ * lacks, or fails the check, or when there is no key to make one.  So a key
+ * created or a file copied in is used for new public ids by every session
+ * within a second, and decodes at once.  A reading keeps the cached keys
+ * (and their prepared AES contexts) when the file's bytes did not change.
  *
  *-------------------------------------------------------------------------
  */
@@ -84,12 +89,12 @@ typedef struct KeySet
 	uint8		key[SNOWFLAKE_PUBLIC_VERSIONS][SNOWFLAKE_KEY_BYTES];
 } KeySet;
 
-/* This backend's copy of the file, checked once per transaction */
+/* This backend's copy of the file (see the header for when it is read again) */
 static struct
 {
-	bool		checked;		/* read in this transaction */
-	bool		callback_registered;
 	bool		loaded;			/* bytes and keys hold a file's reading */
+	TimestampTz read_at;		/* start of the transaction that read it */
+	uint64		generation;		/* counts the changes of keys */
 	size_t		length;			/* 0: no file */
 	char		bytes[KEY_FILE_MAX_SIZE];
 	KeySet		keys;
@@ -325,17 +330,15 @@ key_cache_set(const char *bytes, size_t length, const KeySet *keys)
 	key_cache.length = length;
 	memcpy(&key_cache.keys, keys, sizeof(KeySet));
 	key_cache.loaded = true;
+	key_cache.generation++;
 }
 
-static void
-key_xact_callback(XactEvent event, void *arg)
-{
-	key_cache.checked = false;
-}
+/* A second: how stale the keys that make new public ids may be */
+#define KEY_REREAD_INTERVAL_US	INT64CONST(1000000)
 
 /*
- * The keys, read from the file at the first call of each transaction (or
- * at once when force is set).
+ * The keys, read from the file when the last reading is a second older
+ * than this transaction (or at once when force is set).
  */
 static const KeySet *
 key_load(bool force)
@@ -344,13 +347,11 @@ key_load(bool force)
 	size_t		length;
 	KeySet		keys;
 	const char *problem;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
 
-	if (!key_cache.callback_registered)
-	{
-		RegisterXactCallback(key_xact_callback, NULL);
-		key_cache.callback_registered = true;
-	}
-	if (key_cache.checked && !force)
+	/* (a transaction that started before the reading, as after a clock step, reads again) */
+	if (!force && key_cache.loaded && now >= key_cache.read_at &&
+		now - key_cache.read_at < KEY_REREAD_INTERVAL_US)
 		return &key_cache.keys;
 
 	length = key_read(buffer);
@@ -358,7 +359,7 @@ key_load(bool force)
 		memcmp(buffer, key_cache.bytes, length) == 0)
 	{
 		explicit_bzero(buffer, sizeof(buffer));
-		key_cache.checked = true;
+		key_cache.read_at = now;
 		return &key_cache.keys;
 	}
 	if (length == 0)
@@ -383,7 +384,7 @@ key_load(bool force)
 	key_cache_set(buffer, length, &keys);
 	explicit_bzero(buffer, sizeof(buffer));
 	explicit_bzero(&keys, sizeof(keys));
-	key_cache.checked = true;
+	key_cache.read_at = now;
 	return &key_cache.keys;
 }
 
@@ -472,7 +473,7 @@ key_write(const KeySet *keys)
 	(void) durable_rename(KEY_TEMP_FILE, SNOWFLAKE_KEY_FILE, ERROR);
 	/* this backend sees its own change at once */
 	key_cache_set(bytes, length, keys);
-	key_cache.checked = true;
+	key_cache.read_at = GetCurrentTransactionStartTimestamp();
 	explicit_bzero(bytes, sizeof(bytes));
 }
 
@@ -610,8 +611,8 @@ snowflake_public_keys(PG_FUNCTION_ARGS)
 	}
 	funcctx = SRF_PERCALL_SETUP();
 	next = (int *) funcctx->user_fctx;
-	/* the file as this transaction first read it */
-	keys = key_load(false);
+	/* the file as it is now, at the first row */
+	keys = key_load(*next == 0);
 	for (; *next < SNOWFLAKE_PUBLIC_VERSIONS; (*next)++)
 	{
 		int			v = *next;
@@ -651,6 +652,8 @@ snowflake_public_id(PG_FUNCTION_ARGS)
 	key_check_id(id);
 	keys = key_load(false);
 	if (keys->current < 0)
+		keys = key_load(true);	/* one may have been made since */
+	if (keys->current < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no public id key exists"),
@@ -671,10 +674,14 @@ snowflake_id_from_public(PG_FUNCTION_ARGS)
 	const KeySet *keys;
 	int			version;
 	int64		id;
+	PublicIdResult result;
 
 	key_parse_digits(input, SNOWFLAKE_PUBLIC_LENGTH, "public id", digits);
 	version = digits[0];
 	keys = key_load(false);
+	if (!keys->present[version])
+		keys = key_load(true);	/* it may have been made since */
+
 	/*
 	 * The same code as a malformed string: anyone can type a version
 	 * character, so the code cannot tell a stranger's string from a server
@@ -687,7 +694,17 @@ snowflake_id_from_public(PG_FUNCTION_ARGS)
 						text_to_cstring(input), version),
 				 errhint("If a server of the same application made it, copy the key file \"%s\" from there.",
 						 SNOWFLAKE_KEY_FILE)));
-	switch (PublicIdDecrypt(key_cipher(version), version, digits + 1, &id))
+	result = PublicIdDecrypt(key_cipher(version), version, digits + 1, &id);
+	if (result == PUBLIC_ID_NOT_MADE_BY_KEY)
+	{
+		/* the version may have been dropped and made again since */
+		uint64		generation = key_cache.generation;
+
+		keys = key_load(true);
+		if (key_cache.generation != generation && keys->present[version])
+			result = PublicIdDecrypt(key_cipher(version), version, digits + 1, &id);
+	}
+	switch (result)
 	{
 		case PUBLIC_ID_OK:
 			break;

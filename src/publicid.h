@@ -4,10 +4,9 @@
  *	  Keys of public ids: their durable file in the data directory.
  *
  * The functions of src/publicid.c need no shared memory and no preload:
- * each backend reads the key file at its first use in a transaction (one
- * open, fstat, read and close) and keeps it until the transaction ends, so
- * a key created or a file copied in by another backend or by an
- * administrator is seen from the next transaction on.
+ * each backend reads the key file (one open, fstat, read and close) at its
+ * first use in a transaction a second or more after its last reading, and
+ * at once when a public id names a key it lacks.
  *
  *-------------------------------------------------------------------------
  */
