@@ -154,6 +154,32 @@ for my $i (0 .. $#hex)
 	unlike(lc($log), qr/$head/i, "key " . ($i + 1) . ": the server log does not contain it");
 }
 
+# Sessions already open see a copied file: at once for decoding (a version
+# the backend lacks makes it read the file again), within a second for the
+# current key of new public ids.
+is($a->safe_psql('postgres', 'SELECT snowflake_public_key_create()'), '3', 'a third key on A');
+my $v3 = $a->safe_psql('postgres', 'SELECT snowflake_public_id(42)');
+like($v3, qr/^3/, 'A makes public ids with version 3');
+my $copy = "cp '" . $a->data_dir . "/$key_file' '" . $b->data_dir . "/$key_file.copy' && mv '"
+  . $b->data_dir . "/$key_file.copy' '" . $b->data_dir . "/$key_file'";
+my ($ret, $out, $err) = $b->psql('postgres', qq{
+	SELECT 'before:' || left(snowflake_public_id(42), 1);
+	\\! $copy
+	SELECT 'decoded:' || snowflake_id_from_public('$v3');
+	SELECT 'at once:' || left(snowflake_public_id(42), 1);
+});
+like($out, qr/before:2\ndecoded:42\nat once:3/, 'an open session decodes a public id of a key copied in meanwhile, and then uses that key');
+is($err, '', 'without an error');
+$a->safe_psql('postgres', 'SELECT snowflake_public_key_create()');
+($ret, $out, $err) = $b->psql('postgres', qq{
+	SELECT 'before:' || left(snowflake_public_id(42), 1);
+	\\! $copy
+	SELECT 'same second:' || left(snowflake_public_id(42), 1) WHERE false;
+	SELECT pg_sleep(1.2);
+	SELECT 'a second later:' || left(snowflake_public_id(42), 1);
+});
+like($out, qr/before:3\n.*a second later:4/s, 'an open session makes public ids with a new current key within a second');
+
 # What the loader refuses (on B, whose file is a copy)
 my $b_file = $b->data_dir . "/$key_file";
 my $good = slurp_file($b_file);
@@ -179,7 +205,7 @@ like(psql_stderr($b, "SELECT snowflake_public_id(1)"),
 	qr/DETAIL:  The file has format version 9; this build reads version 1\./, 'a format version from the future is refused');
 write_file($b_file, substr($good, 0, 50));
 like(psql_stderr($b, "SELECT snowflake_public_id(1)"),
-	qr/DETAIL:  The file is 50 bytes long; its header says 116\./, 'a truncated file is refused');
+	qr/DETAIL:  The file is 50 bytes long; its header says 212\./, 'a truncated file is refused');
 unlink($b_file);
 PostgreSQL::Test::Utils::system_or_bail('mkfifo', $b_file);
 like(psql_stderr($b, "SELECT snowflake_public_id(1)"),
@@ -193,6 +219,7 @@ like(psql_stderr($b, "SELECT snowflake_public_id(1)"),
 unlink($b_file);
 write_file($b_file, $good);
 is(decoded($b, $v2), '1000', 'the good file restored, B decodes again');
+is($b->safe_psql('postgres', "SELECT snowflake_id_from_public('$v3')"), '42', 'and the third key\'s public ids');
 
 $b->stop;
 $a->stop;
