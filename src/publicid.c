@@ -110,7 +110,7 @@ PG_FUNCTION_INFO_V1(snowflake_public_key_drop);
 PG_FUNCTION_INFO_V1(snowflake_public_keys);
 
 static void
-key_check_id(int64 id)
+idtext_check_id(int64 id)
 {
 	if (id < 0)
 		ereport(ERROR,
@@ -126,7 +126,7 @@ key_check_id(int64 id)
  * id").
  */
 static void
-key_parse_digits(text *input, int expected_length, const char *what,
+idtext_parse_digits(text *input, int expected_length, const char *what,
 				 unsigned char *digits)
 {
 	const char *s = VARDATA_ANY(input);
@@ -167,7 +167,7 @@ snowflake_to_text(PG_FUNCTION_ARGS)
 	int64		id = PG_GETARG_INT64(0);
 	char		out[SNOWFLAKE_TEXT_LENGTH + 1];
 
-	key_check_id(id);
+	idtext_check_id(id);
 	IdTextEncode(id, out);
 	PG_RETURN_TEXT_P(cstring_to_text_with_len(out, SNOWFLAKE_TEXT_LENGTH));
 }
@@ -179,7 +179,7 @@ snowflake_from_text(PG_FUNCTION_ARGS)
 	unsigned char digits[SNOWFLAKE_TEXT_LENGTH];
 	int64		id;
 
-	key_parse_digits(input, SNOWFLAKE_TEXT_LENGTH, "snowflake text id", digits);
+	idtext_parse_digits(input, SNOWFLAKE_TEXT_LENGTH, "snowflake text id", digits);
 	id = IdTextDecode(digits);
 	if (id < 0)
 		ereport(ERROR,
@@ -649,7 +649,7 @@ snowflake_public_id(PG_FUNCTION_ARGS)
 	const KeySet *keys;
 	char		out[SNOWFLAKE_PUBLIC_LENGTH + 1];
 
-	key_check_id(id);
+	idtext_check_id(id);
 	keys = key_load(false);
 	if (keys->current < 0)
 		keys = key_load(true);	/* one may have been made since */
@@ -676,7 +676,7 @@ snowflake_id_from_public(PG_FUNCTION_ARGS)
 	int64		id;
 	PublicIdResult result;
 
-	key_parse_digits(input, SNOWFLAKE_PUBLIC_LENGTH, "public id", digits);
+	idtext_parse_digits(input, SNOWFLAKE_PUBLIC_LENGTH, "public id", digits);
 	version = digits[0];
 	keys = key_load(false);
 	if (!keys->present[version])
