@@ -180,6 +180,35 @@ $a->safe_psql('postgres', 'SELECT snowflake_public_key_create()');
 });
 like($out, qr/before:3\n.*a second later:4/s, 'an open session makes public ids with a new current key within a second');
 
+# Writers serialise: three sessions creating keys at once lose none and
+# repeat no version (on a server of its own).
+my $c = PostgreSQL::Test::Cluster->new('keys_c');
+$c->init;
+# with fsync, each write takes long enough for the others to run into it
+$c->append_conf('postgresql.conf', "fsync = on\n");
+$c->start;
+$c->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+my @writers;
+for my $w (1 .. 3)
+{
+	my $out = '';
+	push @writers, [ IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $c->connstr('postgres'), '-c',
+		  join('', map { 'SELECT snowflake_public_key_create(); ' } 1 .. 8) ],
+		'>', \$out, '2>&1'), \$out ];
+}
+my @versions;
+for my $writer (@writers)
+{
+	$writer->[0]->finish;
+	push @versions, split /\n/, ${ $writer->[1] };
+}
+is(scalar(@versions), 24, 'three sessions created 24 keys at once');
+is(scalar(keys %{ { map { $_ => 1 } @versions } }), 24, 'with 24 distinct versions');
+is($c->safe_psql('postgres', 'SELECT count(*) || \' \' || count(DISTINCT check_value) FROM snowflake_public_keys()'),
+	'24 24', 'all 24 keys are in the file, each its own');
+$c->stop;
+
 # What the loader refuses (on B, whose file is a copy)
 my $b_file = $b->data_dir . "/$key_file";
 my $good = slurp_file($b_file);
