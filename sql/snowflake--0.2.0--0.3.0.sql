@@ -458,7 +458,8 @@ COMMENT ON FUNCTION snowflake_from_text(text) IS
 -- Public ids: FF1 (NIST SP 800-38G) with AES-256 under the current key of
 -- the key file in the data directory.  STABLE, not IMMUTABLE: the result
 -- changes when a key is created or dropped, so it must not be folded into
--- plans or indexes; each transaction reads the file once.  PARALLEL SAFE:
+-- plans or indexes (a backend reads the file at most once a second, and
+-- at once on a version it lacks).  PARALLEL SAFE:
 -- a worker reads the same file.  Anyone may call them: they encrypt and
 -- decrypt, never show a key (REVOKE EXECUTE ... FROM PUBLIC where roles
 -- that may read a table's ids should not decode public ids).
