@@ -433,6 +433,7 @@ BEGIN
 	END IF;
 END;
 $statements$;
+
 -- ---------------------------------------------------------------------------
 -- Text forms of ids and public ids (0.3.0).  None of these needs the
 -- library preloaded: they read no shared memory.

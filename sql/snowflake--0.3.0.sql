@@ -1360,12 +1360,6 @@ REVOKE ALL ON FUNCTION _snowflake_lease_check(text, integer, bigint),
 	snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
 	snowflake_lease_renew(integer, text, integer, bigint),
 	snowflake_lease_release(integer, text, bigint) FROM PUBLIC;
---   GRANT EXECUTE ON FUNCTION snowflake_lease_claim(text, integer[], integer[], integer, integer, bigint),
---     snowflake_lease_renew(integer, bigint, integer, bigint),
---     snowflake_lease_release(integer, bigint, bigint) TO snowflake_fleet;
-REVOKE ALL ON FUNCTION snowflake_lease_claim(text, integer[], integer[], integer, integer, bigint),
-	snowflake_lease_renew(integer, bigint, integer, bigint),
-	snowflake_lease_release(integer, bigint, bigint) FROM PUBLIC;
 
 -- ---------------------------------------------------------------------------
 -- Text forms of ids and public ids (0.3.0).  None of these needs the
