@@ -86,7 +86,7 @@ $_->finish for @draws;
 
 my ($attempts, $succeeded, $learned) = split /\|/, $coordinator->safe_psql('postgres',
 	q{SELECT count(*), count(*) FILTER (WHERE succeeded), count(*) FILTER (WHERE learned) FROM attack_log});
-cmp_ok($attempts, '>', 300, "it made $attempts attempts");
+cmp_ok($attempts, '>', 50, "it made $attempts attempts");
 is($succeeded, '0', 'not one release or renewal of worker id 5 succeeded');
 is($learned, '0', 'and no refused renewal told it a horizon or an expiry');
 my @files = map { "$dir/attack." . $_->name . '.ids' } ($a, $b);
