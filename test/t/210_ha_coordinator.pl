@@ -225,6 +225,12 @@ for my $i (1 .. 2)
 {
 	PostgreSQL::Test::Utils::append_to_file("$dir/pg$i.yml", patroni_config($i));
 }
+
+# README quotes the part of it that matters for leases, word for word.
+my $readme = PostgreSQL::Test::Utils::slurp_file("$FindBin::RealBin/../../README.md");
+my ($quoted) = $readme =~ /\*\*A highly available coordinator\.\*\*.*?```yaml\n(.*?)```/s;
+ok(defined $quoted && index(patroni_config(1), $quoted) >= 0,
+	"README's Patroni configuration is the test's");
 spawn('patroni1', "$logs/210_ha_coordinator_patroni1.log", 'patroni', "$dir/pg1.yml");
 
 # whether member $m answers $sql with 't'
@@ -232,9 +238,13 @@ sub answers
 {
 	my ($m, $sql) = @_;
 	my ($ret, $out) = (1, '');
-	$ret = $m->psql('postgres', $sql, stdout => \$out, on_error_die => 0,
-		extra_params => ['-v', 'ON_ERROR_STOP=1']);
-	return $ret == 0 && $out eq 't';
+	# (psql fed on stdin: when it cannot connect, IPC::Run dies of the
+	# broken pipe)
+	eval {
+		$ret = $m->psql('postgres', $sql, stdout => \$out, on_error_die => 0,
+			extra_params => [ '-v', 'ON_ERROR_STOP=1' ]);
+	};
+	return !$@ && $ret == 0 && $out eq 't';
 }
 
 sub is_primary { return answers($_[0], 'SELECT NOT pg_is_in_recovery()'); }
@@ -331,13 +341,17 @@ sub all_draw
 	});
 }
 
+# The lease rows of member $m: node => [generation, horizon].  With
+# $in_recovery, undef unless $m was still in recovery when it read them.
 sub lease_rows
 {
-	my ($m) = @_;
+	my ($m, $in_recovery) = @_;
 	my %rows;
-	for (split /\n/, $m->safe_psql('postgres', 'SELECT node, generation, horizon_ms FROM snowflake_lease'))
+	for (split /\n/, $m->safe_psql('postgres',
+		'SELECT node, generation, horizon_ms, pg_is_in_recovery() FROM snowflake_lease'))
 	{
-		my ($node, $gen, $horizon) = split /\|/;
+		my ($node, $gen, $horizon, $recovery) = split /\|/;
+		return undef if $in_recovery && $recovery ne 't';
 		$rows{$node} = [ $gen, $horizon ];
 	}
 	return \%rows;
@@ -417,9 +431,19 @@ sub round
 	my $lsn_killed = $old->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
 	my $killed_at = time();
 	kill 'KILL', @pids;
+	# What the replica starts from as a primary: all it received, replayed,
+	# read while it is still in recovery (Patroni takes a loop or two to
+	# promote it, and no renewal reaches it before).
+	my $start;
+	eval {
+		wait_for("$new_name to replay what it received", 30, sub {
+			answers($new,
+				'SELECT NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() <= pg_last_wal_replay_lsn()');
+		});
+		$start = lease_rows($new, 1);
+	};
 	my $failover = wait_for("Patroni to promote $new_name", 120, sub { is_primary($new) });
-	my $after = lease_rows($new);
-	my ($lower, $worst, $changed, $missing) = compare_leases($before, $after);
+	my ($lower, $worst, $changed, $missing) = $start ? compare_leases($before, $start) : ();
 	# WAL the killed primary had written (by the moment just before the
 	# kill) past the point where the new primary's timeline begins: what
 	# the failover threw away, at least
@@ -438,9 +462,17 @@ sub round
 	diag("  WAL of the killed primary past the new timeline's start: $lost bytes");
 	diag(sprintf('  calls failed: %s', join(', ', map {
 		$_->[0] ? "$_->[0] turns over $_->[1] ms ($_->[2])" : 'none' } @failed)));
-	diag(sprintf('  lease rows on %s against %s just before: %d of %d horizons lower%s, %d generations changed, %d rows missing',
-		$new_name, $old_name, $lower, scalar(keys %$before),
-		$lower ? " (by up to $worst ms)" : '', $changed, $missing));
+	if ($start)
+	{
+		diag(sprintf('  lease rows %s was promoted with, against %s\'s just before the kill: '
+			  . '%d of %d horizons lower%s, %d generations changed, %d rows missing',
+			$new_name, $old_name, $lower, scalar(keys %$before),
+			$lower ? " (by up to $worst ms)" : '', $changed, $missing));
+	}
+	else
+	{
+		diag("  lease rows: $new_name was promoted before they could be read in recovery: not compared");
+	}
 	$figures{$label}{failover} = $failover;
 	$figures{$label}{lost} = $lost;
 	$figures{$label}{failed} = \@failed;
@@ -470,8 +502,13 @@ sub round
 }
 
 round('synchronous');
-is($figures{synchronous}{lower} + $figures{synchronous}{missing}, 0,
-	'synchronous: no horizon lower and no lease row missing on the promoted replica');
+SKIP:
+{
+	skip 'the replica was promoted before its lease rows could be read', 1
+	  unless defined $figures{synchronous}{lower};
+	is($figures{synchronous}{lower} + $figures{synchronous}{missing}, 0,
+		'synchronous: no horizon lower and no lease row missing on the promoted replica');
+}
 is(join(' ', map { $_->[0] } @{ $figures{synchronous}{failed} }), '0 0 0',
 	sprintf('synchronous: no call failed during the failover (%.1f s) with the default TTL',
 		$figures{synchronous}{failover}));
@@ -486,8 +523,13 @@ ok($ok, 'patronictl edit-config: asynchronous replication');
 round('asynchronous');
 round('asynchronous', 1);
 # (what makes the round above mean anything: the failover did lose renewals)
-cmp_ok($figures{'asynchronous, standby behind'}{lower}, '>', 0,
-	'asynchronous, standby behind: the promoted replica lacks renewals, its horizons are lower');
+SKIP:
+{
+	skip 'the replica was promoted before its lease rows could be read', 1
+	  unless defined $figures{'asynchronous, standby behind'}{lower};
+	cmp_ok($figures{'asynchronous, standby behind'}{lower}, '>', 0,
+		'asynchronous, standby behind: the promoted replica lacks renewals, its horizons are lower');
+}
 is(join(' ', map { $_->[0] } @{ $figures{'asynchronous, standby behind'}{failed} }), '0 0 0',
 	'asynchronous, standby behind: the live holders went on issuing and renewed on the new primary');
 
