@@ -8,9 +8,11 @@
 # makes it primary again.  Measured and printed: the failover and switchover
 # times, the calls that failed, duplicates, and the lease rows on each new
 # primary against those read just before.  First with synchronous
-# replication (asserted: no duplicate, no failed call with the default TTL,
-# no horizon lower), then with asynchronous replication (reported: what a
-# failover lost).
+# replication (asserted: no failed call with the default TTL, no horizon
+# lower), then with asynchronous replication (reported: what the failover
+# lost), then asynchronous with the standby held behind (asserted: the
+# promoted replica lacks renewals, and the live holders carry on).  No id
+# is drawn twice across all of it.
 #
 # Needs patroni, etcd and etcdctl (Debian's patroni, etcd-server and
 # etcd-client, which "bash test/run" installs on the host).
@@ -23,7 +25,7 @@ use lib $FindBin::RealBin;
 use File::Path;
 use HTTP::Tiny;
 use JSON::PP;
-use POSIX qw(WNOHANG setsid);
+use POSIX qw(WNOHANG);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -53,7 +55,6 @@ sub spawn
 	die "fork: $!" unless defined $pid;
 	if ($pid == 0)
 	{
-		setsid();    # a signal to the test's group does not reach it twice
 		open(STDIN, '<', '/dev/null');
 		open(STDOUT, '>>', $log) or die $!;
 		open(STDERR, '>&', \*STDOUT) or die $!;
@@ -111,6 +112,8 @@ END
 	stop_everything();
 	$? = $rc;
 }
+# (a test stopped by a signal still stops what it started)
+$SIG{$_} = sub { die "stopped by SIG$_[0]\n" } for qw(INT TERM HUP);
 
 # Wait until $cond returns true, polling every 50 ms, at most $timeout
 # seconds; returns the seconds waited, or dies naming $what.
@@ -276,22 +279,9 @@ sub patroni_role
 	return '';
 }
 
-wait_for('pg1 to bootstrap as primary', 120, sub { is_primary($members[0]) });
-lease_coordinator_setup($members[0]);
-spawn('patroni2', "$logs/210_ha_coordinator_patroni2.log", 'patroni', "$dir/pg2.yml");
-wait_for('pg2 to stream synchronously', 120,
-	sub { streams($members[0], 'pg2', 'sync') && patroni_role('pg2') =~ /^sync_standby (running|streaming)/ });
-pass('Patroni: pg1 primary, pg2 a synchronous standby');
+# ---- three issuing servers -------------------------------------------------
 
-sub patronictl
-{
-	my @args = @_;
-	my $out = `patronictl -c $dir/pg1.yml @args 2>&1`;
-	note("patronictl @args:\n$out");
-	return ($? == 0, $out);
-}
-
-# ---- three issuing servers, drawing all along ------------------------------
+# (made while Patroni bootstraps: they lease once the coordinator is there)
 
 my @issuers = map {
 	lease_node("issuer$_", \@members, "snowflake.lease_ttl_ms = 10000\n")
@@ -315,11 +305,29 @@ for my $s (@issuers)
 					INSERT INTO failed (sqlstate, message) VALUES (SQLSTATE, SQLERRM);
 				END;
 				COMMIT;
-				PERFORM pg_sleep(0.01);
+				PERFORM pg_sleep(0.02);
 			END LOOP;
 		END $$;});
-	wait_for_lease($s);
 }
+wait_for('pg1 to bootstrap as primary', 120, sub { is_primary($members[0]) });
+lease_coordinator_setup($members[0]);
+spawn('patroni2', "$logs/210_ha_coordinator_patroni2.log", 'patroni', "$dir/pg2.yml");
+wait_for('pg2 to stream synchronously', 120,
+	sub { streams($members[0], 'pg2', 'sync') && patroni_role('pg2') =~ /^sync_standby (running|streaming)/ });
+pass('Patroni: pg1 primary, pg2 a synchronous standby');
+
+# ---- the issuing servers draw all along -------------------------------------
+
+wait_for_lease($_) for @issuers;
+
+sub patronictl
+{
+	my @args = @_;
+	my $out = `patronictl -c $dir/pg1.yml @args 2>&1`;
+	note("patronictl @args:\n$out");
+	return ($? == 0, $out);
+}
+
 my @drawers = map {
 	my $stderr = '';
 	IPC::Run::start([ 'psql', '-X', '-d', $_->connstr('postgres'), '-c', 'CALL draw()' ],
@@ -546,7 +554,7 @@ my $total = 0;
 $total += $_->safe_psql('postgres', 'SELECT count(*) FROM drawn') for @issuers;
 my $dups = repeated_ids(@files);
 diag("ids drawn: $total, repeated: $dups");
-is($dups, 0, "no id twice among the $total the three servers drew across both rounds");
+is($dups, 0, "no id twice among the $total the three servers drew across all rounds");
 for my $s (@issuers)
 {
 	is($s->safe_psql('postgres', q{

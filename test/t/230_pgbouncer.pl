@@ -86,6 +86,8 @@ END
 	$? = $rc;
 }
 
+$SIG{$_} = sub { die "stopped by SIG$_[0]\n" } for qw(INT TERM HUP);
+
 my $via = "host=$dir port=$port dbname=postgres";
 my $deadline = time() + 30;
 usleep(50_000)
