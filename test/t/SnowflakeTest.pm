@@ -15,8 +15,8 @@ use Time::HiRes qw(time usleep);
 our @EXPORT =
   qw(snowflake_node draw_max is_above psql_stderr step_clock start_with_fake_clock
   clock_behind_id clock_right kill_server stream_ids stream_largest
-  lease_coordinator lease_node wait_for_lease freeze_server thaw_server draw_to_file
-  repeated_ids require_password write_passfile);
+  lease_coordinator lease_coordinator_setup lease_node wait_for_lease freeze_server thaw_server
+  draw_to_file repeated_ids require_password write_passfile);
 
 # A new node with snowflake preloaded; $conf is appended to postgresql.conf,
 # %init goes to init (allows_streaming => 1, say).  The caller starts it and
@@ -193,8 +193,8 @@ sub stream_largest
 
 # ---- worker-id leases ------------------------------------------------------
 
-# A coordinator: a plain server (no preload needed) with the extension, and
-# a role "fleet" that may only execute the lease functions.
+# A coordinator: a plain server (no preload needed) set up by
+# lease_coordinator_setup.
 sub lease_coordinator
 {
 	my ($name) = @_;
@@ -202,6 +202,18 @@ sub lease_coordinator
 
 	$node->init;
 	$node->start;
+	lease_coordinator_setup($node);
+	return $node;
+}
+
+# Make the running primary $node a coordinator: the extension, and a role
+# "fleet" that may only execute the lease functions.  The one place that
+# knows what the fleet's role needs (a server managed by other software,
+# Patroni say, is set up through it too).
+sub lease_coordinator_setup
+{
+	my ($node) = @_;
+
 	$node->safe_psql('postgres', q{
 		CREATE EXTENSION snowflake;
 		CREATE ROLE fleet LOGIN;
@@ -209,16 +221,20 @@ sub lease_coordinator
 			snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
 			snowflake_lease_renew(integer, text, integer, bigint),
 			snowflake_lease_release(integer, text, bigint) TO fleet;});
-	return $node;
 }
 
 # An issuing server that leases its worker id from $coordinator, with a TTL
-# of 2 s unless $conf says otherwise.  The caller starts it.
+# of 2 s unless $conf says otherwise.  $coordinator may be a list (an array
+# reference) of the members of an HA coordinator: the server then connects
+# to whichever of them takes writes.  The caller starts it.
 sub lease_node
 {
 	my ($name, $coordinator, $conf, %init) = @_;
-	my $conninfo = 'host=' . $coordinator->host . ' port=' . $coordinator->port
-	  . ' dbname=postgres user=fleet';
+	my @members = ref($coordinator) eq 'ARRAY' ? @$coordinator : ($coordinator);
+	my $conninfo = 'host=' . join(',', map { $_->host } @members)
+	  . ' port=' . join(',', map { $_->port } @members)
+	  . ' dbname=postgres user=fleet'
+	  . (@members > 1 ? ' target_session_attrs=read-write' : '');
 
 	return snowflake_node($name,
 		"snowflake.lease_conninfo = '$conninfo'\nsnowflake.lease_ttl_ms = 2000\n"
