@@ -199,9 +199,11 @@ like(psql_stderr($c, 'SELECT snowflake_nextval()'), qr/ERROR:  55000: .* has no 
 	'with the coordinator frozen beyond the TTL, calls stop');
 thaw_server($frozen);
 my $woke = time();
+# (c may lease 6 or 7: only the same secret gets it 6, which the late
+# renewal kept alive, rather than the free 7)
 is(wait_for_lease($c), 6, 'woken, the coordinator gives server c its worker id back');
 my $back_after = time() - $woke;
-cmp_ok($back_after, '<', 4, sprintf('within %.1f s, not after a TTL (6 s)', $back_after));
+cmp_ok($back_after, '<', 6, sprintf('within %.1f s, before a TTL (6 s) could have freed it', $back_after));
 is_above($c, draw_max($c, 1), $before_freeze, 'and its ids are above those before the freeze');
 
 # 5. A lease row locked on the coordinator for 25 s: the holder cannot
