@@ -73,7 +73,7 @@ my $n = 0;
 # epoch like any other (in the far future here: the calls say when ids can
 # be issued).
 {
-	my $node = snowflake_node('epoch16', "snowflake.epoch = '1000000000000000'\n");
+	my $node = snowflake_node('epoch_digits', "snowflake.epoch = '1000000000000000'\n");
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 	is($node->safe_psql('postgres', 'SHOW snowflake.epoch'), '1000000000000000',
