@@ -25,6 +25,7 @@ my $dir = $PostgreSQL::Test::Utils::tmp_check;
 # file the issuing servers' conninfo names.
 my $coordinator = lease_coordinator('coordinator');
 $coordinator->safe_psql('postgres', q{
+	SET password_encryption = 'scram-sha-256';	-- 13 stores md5 by default
 	ALTER ROLE fleet PASSWORD 'fleet-secret';
 	CREATE TABLE attack_log (call text, succeeded boolean, learned boolean);
 	GRANT INSERT ON attack_log TO fleet;});

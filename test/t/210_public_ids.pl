@@ -193,8 +193,9 @@ for my $w (1 .. 3)
 {
 	my $out = '';
 	push @writers, [ IPC::Run::start(
-		[ 'psql', '-XAtq', '-d', $c->connstr('postgres'), '-c',
-		  join('', map { 'SELECT snowflake_public_key_create(); ' } 1 .. 8) ],
+		# (one -c each: psql before 15 prints only a -c's last result)
+		[ 'psql', '-XAtq', '-d', $c->connstr('postgres'),
+		  map { ('-c', 'SELECT snowflake_public_key_create()') } 1 .. 8 ],
 		'>', \$out, '2>&1'), \$out ];
 }
 my @versions;
