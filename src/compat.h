@@ -2,7 +2,7 @@
  *
  * compat.h
  *	  Every difference between the PostgreSQL major versions the extension
- *	  builds against (13 to 18), in one place.
+ *	  builds against (13 to 19), in one place.
  *
  * Other files use the names defined here and never test PG_VERSION_NUM
  * themselves.
@@ -25,7 +25,11 @@
 extern void _PG_init(void);
 #endif
 
-/* 18 replaced the attribute by a specifier placed before the declaration */
+/*
+ * 18 replaced the attribute by a specifier placed before the declaration;
+ * 19 makes it C23's [[noreturn]] where the compiler speaks C23 (GCC 15's
+ * default), which must come first, before "extern" too.
+ */
 #ifdef pg_noreturn
 #define SNOWFLAKE_NORETURN_BEFORE pg_noreturn
 #define SNOWFLAKE_NORETURN_AFTER

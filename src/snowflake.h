@@ -92,6 +92,6 @@ extern int32 GeneratorWorkerValue(void);
 /* worker.c */
 extern void WorkerRegister(void);
 extern void WorkerRegisterBackground(const char *name, const char *function);
-extern SNOWFLAKE_NORETURN_BEFORE void SnowflakeReportNotPreloaded(void) SNOWFLAKE_NORETURN_AFTER;
+SNOWFLAKE_NORETURN_BEFORE extern void SnowflakeReportNotPreloaded(void) SNOWFLAKE_NORETURN_AFTER;
 
 #endif							/* SNOWFLAKE_H */
