@@ -3,14 +3,27 @@
 # Source it after setting "top" to the checkout's root.
 
 # The major version: PG_MAJOR if set, else the newest server installed here
-# (one chroot of test/matrix has one), else Debian 12's.
+# (a chroot of test/matrix has its suite's), else the release's own (the
+# one its "postgresql" package depends on: 15 on Debian 12, 17 on 13), else
+# Debian 12's.
 if [ -z "${PG_MAJOR:-}" ]; then
 	PG_MAJOR=$(ls -d /usr/lib/postgresql/*/bin/postgres 2>/dev/null |
 		sed 's|^/usr/lib/postgresql/\([0-9]*\)/.*|\1|' | sort -n | tail -n 1)
+	[ -n "$PG_MAJOR" ] || PG_MAJOR=$(apt-cache depends postgresql 2>/dev/null |
+		sed -n 's/^ *Depends: postgresql-\([0-9][0-9]*\)$/\1/p' | head -n 1)
 	PG_MAJOR=${PG_MAJOR:-15}
 fi
 PGBIN=/usr/lib/postgresql/$PG_MAJOR/bin
 export PATH=$PGBIN:$PATH
+
+# Every server these scripts make (initdb here, pg_regress's and TAP's
+# temporary instances) takes its encoding and locale from the environment.
+# A machine without a locale (a minimal chroot, a container) would give
+# SQL_ASCII databases, where client drivers return bytes for text: fix
+# both, whatever the machine's locale, to C.UTF-8, which every Debian has
+# (and messages in English, which the suites compare).
+unset LC_ALL LC_CTYPE LC_COLLATE LC_MESSAGES LC_MONETARY LC_NUMERIC LC_TIME LANGUAGE
+export LANG=C.UTF-8
 
 # Commands run as "postgres" start in the caller's directory, which it may
 # not be allowed to enter (a checkout under /root): work from / instead.
@@ -71,7 +84,8 @@ sf_start_server() {
 	shift 2
 	mkdir -p "$dir"
 	[ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
-	sf_as_user initdb -D "$dir/data" -A trust -U postgres >/dev/null || return 1
+	sf_as_user initdb -D "$dir/data" -A trust -U postgres -E UTF8 --locale=C.UTF-8 >/dev/null ||
+		return 1
 	{
 		echo "shared_preload_libraries = 'snowflake'"
 		echo "port = $port"
