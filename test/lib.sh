@@ -52,9 +52,11 @@ sf_install_packages() {
 	done
 	[ ${#need[@]} -eq 0 ] && return 0
 	echo "== installing: ${need[*]}"
-	sf_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+	# (test/matrix may be installing on the host at the same time: wait
+	# for apt's lock rather than fail)
+	sf_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q -o DPkg::Lock::Timeout=600 &&
 		sf_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-			--no-install-recommends "${need[@]}"
+			-o DPkg::Lock::Timeout=600 --no-install-recommends "${need[@]}"
 }
 
 # sf_copy_tree: a copy of the checkout without build products, owned by the
