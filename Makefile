@@ -4,7 +4,7 @@ EXTVERSION = 0.3.0
 MODULE_big = snowflake
 OBJS = src/snowflake.o src/layout.o src/decision.o src/generator.o src/mark.o \
 	src/worker.o src/lease.o src/functions.o src/uuidv7.o \
-	src/ff1.o src/idtext.o src/publicid.o
+	src/ff1.o src/idtext.o src/publicid.o src/convert.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
@@ -23,7 +23,7 @@ endif
 TEST_CONF = $(CURDIR)/test/snowflake.conf
 
 REGRESS = layout layouts api errors reserved_prefix shards uuidv7 convert leases publicid \
-	upgrade
+	upgrade convert_online
 # UTF-8, so that messages are converted for clients of other encodings
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF) --encoding=UTF8
 

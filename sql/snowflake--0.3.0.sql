@@ -1443,3 +1443,1498 @@ COMMENT ON FUNCTION snowflake_public_keys() IS
 
 REVOKE ALL ON FUNCTION snowflake_public_key_create(), snowflake_public_key_drop(integer),
 	snowflake_public_keys() FROM PUBLIC;
+
+-- Online conversion: snowflake_convert_column_online(), a procedure doing
+-- what snowflake_convert_column() does for a big, busy table without
+-- rewriting it under an ACCESS EXCLUSIVE lock.  Each column that must become
+-- bigint (the key and every column whose foreign key references it, as the
+-- offline converter finds them) gets a bigint shadow column, kept equal to
+-- it by a trigger for new and updated rows and filled in batches for the
+-- others; the indexes and constraints the swap needs are built beside the
+-- old ones without blocking writers; then one short transaction drops the
+-- old columns and renames the new ones into their place, so that the end
+-- state is the offline conversion's, but for the key column's position: it
+-- comes last.
+--
+-- Steps, each in transactions of its own (a procedure can COMMIT):
+--   add       the shadow columns, their NOT VALID not-null checks and the
+--             triggers, in one transaction under lock_timeout;
+--   backfill  batches in primary-key order, one transaction each, then a
+--             sweep of the rows a batch skipped;
+--   index     CREATE INDEX CONCURRENTLY of every index on a shadowed
+--             column: a procedure cannot run it (PostgreSQL refuses it in a
+--             function or procedure, whose statements are never top-level),
+--             so the procedure stops and lists the statements for the
+--             caller to run, then continues at the next CALL;
+--   validate  the foreign keys on the shadow columns, added NOT VALID under
+--             lock_timeout, then every check and foreign key validated (a
+--             scan that blocks no writer), a last sweep, ANALYZE;
+--   swap      one transaction under lock_timeout, retried with backoff.
+-- The state (step, batch position) is committed with each step's work, in
+-- table snowflake_online_state, so that a call cancelled, crashed or
+-- disconnected anywhere resumes at the next CALL, and abort => true undoes
+-- what the steps added.
+
+-- The trigger: one generic C function, its columns given as the trigger's
+-- arguments (source, shadow, ...).  VOLATILE: it is a trigger.
+CREATE FUNCTION snowflake_convert_sync()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'snowflake_convert_sync'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION snowflake_convert_sync() IS
+'trigger of snowflake_convert_column_online(): sets each bigint shadow column from the column it shadows';
+
+-- One row per conversion in progress.  rels and atts are the closure when
+-- the conversion began (the procedure refuses to go on if it changes);
+-- backfill_tables the tables with shadow columns, backfill_table the one
+-- being filled, backfill_after the primary key of its last batch (as
+-- text); pending the statements the caller must run (the index step).
+CREATE TABLE snowflake_online_state (
+	tbl regclass PRIMARY KEY,
+	col name NOT NULL,
+	step text NOT NULL CHECK (step IN ('backfill', 'index', 'validate', 'swap')),
+	rels regclass[] NOT NULL,
+	atts name[] NOT NULL,
+	drop_sequence boolean NOT NULL,
+	backfill_tables regclass[] NOT NULL,
+	backfill_table integer NOT NULL DEFAULT 1,
+	backfill_after text[],
+	rows_done bigint NOT NULL DEFAULT 0,
+	rows_estimated bigint NOT NULL DEFAULT 0,
+	pending text[] NOT NULL DEFAULT '{}',
+	started_at timestamptz NOT NULL DEFAULT now(),
+	updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE snowflake_online_state IS
+'state of the online conversions in progress (snowflake_convert_column_online())';
+
+-- Dumped with the database: a dump taken during a conversion holds the
+-- shadow columns and triggers, and the restored database must know them to
+-- resume or abort.  (regclass values are dumped as names.)
+SELECT pg_catalog.pg_extension_config_dump('snowflake_online_state', '');
+
+-- The procedure is SECURITY INVOKER and runs as the tables' owner, so every
+-- role may write here, but row-level security confines each role to the
+-- rows of tables it owns (as pg_has_role() counts ownership, like
+-- PostgreSQL's own checks): nobody can skip another owner's backfill or
+-- validation by editing its row.  Superusers and the extension's owner
+-- bypass the policy.
+ALTER TABLE snowflake_online_state ENABLE ROW LEVEL SECURITY;
+CREATE POLICY snowflake_online_state_owner ON snowflake_online_state
+	USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE'))
+	WITH CHECK (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE'));
+GRANT SELECT, INSERT, UPDATE, DELETE ON snowflake_online_state TO PUBLIC;
+
+-- Conversions in progress, for monitoring: readable by every role (the
+-- view runs as its owner, past the policy), as pg_stat_progress_* are; it
+-- shows table names, counts and times, and the index statements.
+CREATE VIEW snowflake_online_conversions AS
+	SELECT s.tbl AS table_name, s.col AS column_name, s.step,
+		   s.rows_done, s.rows_estimated,
+		   round(100.0 * least(s.rows_done, s.rows_estimated)
+				 / greatest(s.rows_estimated, 1), 1) AS percent_done,
+		   s.pending, s.started_at, s.updated_at
+	  FROM snowflake_online_state s;
+
+COMMENT ON VIEW snowflake_online_conversions IS
+'online conversions in progress: step, backfill progress, statements to run';
+
+GRANT SELECT ON snowflake_online_conversions TO PUBLIC;
+
+-- The plan: every statement of an online conversion, by step, from the
+-- catalogs as they are (the old columns, indexes and constraints stay in
+-- place until the swap, so the plan is the same at every step), with the
+-- object each creates; and the refusals of what the online path cannot do.
+-- rels and atts are the closure.  mode: 'check' refuses, also names that
+-- are taken (before the add step); 'run' refuses; 'abort' refuses nothing
+-- and leaves out the swap.  The swap's sequence statements are the offline
+-- converter's (_snowflake_convert_statements() without type changes), so
+-- the two leave sequences alike.  VOLATILE: those read an identity's
+-- position.  PARALLEL UNSAFE: called before DDL.
+CREATE FUNCTION _snowflake_online_plan(
+	tbl regclass,
+	col name,
+	drop_sequence boolean,
+	rels oid[],
+	atts name[],
+	nsp name,
+	mode text)
+RETURNS TABLE (step text, rel regclass, object name, statement text)
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+ROWS 30
+SET search_path = pg_catalog, pg_temp
+AS $plan$
+DECLARE
+	v_call text := format('%I.snowflake_nextval()', nsp);
+	v_offline constant text := 'Convert it with snowflake_convert_column(), which rewrites the tables under an ACCESS EXCLUSIVE lock.';
+	v_refuse boolean := mode <> 'abort';
+	v_tables oid[];			-- every table of the closure, tbl first, then by name
+	v_stables oid[];		-- those with shadow columns, in that order
+	v_srel oid[];			-- the shadowed columns: table,
+	v_snum int2[];			-- ... number,
+	v_satt name[];			-- ... name,
+	v_snew name[];			-- ... shadow's name,
+	v_snn boolean[];		-- ... NOT NULL?
+	v_key_shadowed boolean;
+	v_plan record;
+	v_r record;
+	v_i record;
+	v_c record;
+	v_k oid;
+	v_text text;
+	v_keys text[];
+	v_incl text[];
+	v_expr text;
+	v_stmt text;
+	v_after text[] := '{}';	-- the swap's statements after the column swap
+	v_swap_fk text[] := '{}';
+	v_abort text[] := '{}';
+	v_validate text[] := '{}';
+BEGIN
+	SELECT array_agg(r ORDER BY r <> tbl::oid, r::regclass::text)
+	  INTO v_tables
+	  FROM (SELECT DISTINCT unnest(rels) AS r) x;
+
+	SELECT coalesce(array_agg(rels[k.n] ORDER BY k.n), '{}'), coalesce(array_agg(a.attnum ORDER BY k.n), '{}'),
+		   coalesce(array_agg(a.attname ORDER BY k.n), '{}'),
+		   coalesce(array_agg((a.attname || '_snowflake')::name ORDER BY k.n), '{}'),
+		   coalesce(array_agg(a.attnotnull ORDER BY k.n), '{}')
+	  INTO v_srel, v_snum, v_satt, v_snew, v_snn
+	  FROM generate_subscripts(rels, 1) AS k(n)
+	  JOIN pg_attribute a ON a.attrelid = rels[k.n] AND a.attname = atts[k.n] AND NOT a.attisdropped
+	 WHERE a.atttypid <> 'int8'::regtype;
+	SELECT coalesce(array_agg(t ORDER BY k.n), '{}') INTO v_stables
+	  FROM unnest(v_tables) WITH ORDINALITY AS k(t, n)
+	 WHERE t = ANY (v_srel);
+	v_key_shadowed := EXISTS (SELECT FROM unnest(v_srel, v_satt) s(r, a) WHERE r = tbl AND a = col);
+
+	IF v_refuse THEN
+		-- Partitions and inheritance: CREATE INDEX CONCURRENTLY cannot build
+		-- an index on a partitioned table, USING INDEX cannot attach a
+		-- primary key to one, and the shadow column of a parent would not
+		-- be its children's.
+		SELECT c.oid::regclass AS r,
+			   CASE WHEN c.relkind = 'p' THEN 'is partitioned'
+					WHEN c.relispartition THEN 'is a partition'
+					WHEN EXISTS (SELECT FROM pg_inherits i WHERE i.inhparent = c.oid) THEN 'has inheritance children'
+					ELSE 'inherits from another table' END AS what
+		  INTO v_r
+		  FROM unnest(v_tables) WITH ORDINALITY AS t(relid, n)
+		  JOIN pg_class c ON c.oid = t.relid
+		 WHERE c.relkind = 'p' OR c.relispartition
+			OR EXISTS (SELECT FROM pg_inherits i WHERE i.inhparent = c.oid OR i.inhrelid = c.oid)
+		 ORDER BY t.n
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Table %s %s: CREATE INDEX CONCURRENTLY cannot build an index on a partitioned table, a primary key cannot be attached to one with USING INDEX, and a shadow column added to a parent would not be its children''s.',
+									  v_r.r, v_r.what),
+					  HINT = v_offline;
+		END IF;
+
+		-- The backfill walks each table in batches by its primary key.
+		SELECT t::regclass AS r INTO v_r
+		  FROM unnest(v_stables) AS t
+		 WHERE NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = t AND i.indisprimary)
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Table %s has no primary key, which the backfill needs to go through its rows in batches.', v_r.r),
+					  HINT = v_offline;
+		END IF;
+
+		-- Anything else that uses an old column would be dropped with it,
+		-- or keep the old type: name it.  (Indexes, the primary key, unique
+		-- and foreign keys, defaults, sequences and not-null constraints are
+		-- carried over; views, rules, triggers, policies and generated
+		-- columns were refused already, as offline.)
+		SELECT pg_describe_object(d.classid, d.objid, d.objsubid) AS what, s.rel::regclass AS r, s.att
+		  INTO v_r
+		  FROM unnest(v_srel, v_snum, v_satt) AS s(rel, num, att)
+		  JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = s.rel
+						  AND d.refobjsubid = s.num
+		 WHERE NOT ((d.classid = 'pg_class'::regclass
+					 AND EXISTS (SELECT FROM pg_class x WHERE x.oid = d.objid AND x.relkind IN ('i', 'S')))
+					OR (d.classid = 'pg_attrdef'::regclass
+						AND EXISTS (SELECT FROM pg_attrdef ad
+									 WHERE ad.oid = d.objid AND ad.adrelid = s.rel AND ad.adnum = s.num))
+					OR (d.classid = 'pg_constraint'::regclass
+						AND EXISTS (SELECT FROM pg_constraint x
+									 WHERE x.oid = d.objid AND x.contype IN ('p', 'u', 'f', 'n'))))
+		 ORDER BY 1
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('%s uses column "%s" of table %s, and the online conversion carries over only indexes, unique, primary and foreign keys, defaults and not-null constraints.',
+									  upper(left(v_r.what, 1)) || substr(v_r.what, 2), v_r.att, v_r.r),
+					  HINT = v_offline;
+		END IF;
+
+		SELECT s.rel::regclass AS r, s.att INTO v_r
+		  FROM unnest(v_srel, v_snum, v_satt) AS s(rel, num, att)
+		  JOIN pg_attribute a ON a.attrelid = s.rel AND a.attnum = s.num
+		 WHERE a.attacl IS NOT NULL
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Column "%s" of table %s has privileges of its own, which the online conversion does not carry over.', v_r.att, v_r.r),
+					  HINT = v_offline;
+		END IF;
+
+		SELECT s.att INTO v_text
+		  FROM unnest(v_satt) AS s(att)
+		 WHERE octet_length(s.att) > 63 - octet_length('_snowflake_not_null')
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'name_too_long',
+					  DETAIL = format('The names of the shadow column of "%s" and of its constraint would be too long.', v_text),
+					  HINT = v_offline;
+		END IF;
+	END IF;
+
+	-- add: the shadow columns and their checks, then the triggers (ENABLE
+	-- ALWAYS, so that they fire also for logical replication and under
+	-- session_replication_role = replica; named to fire after the table's
+	-- other BEFORE triggers, which fire in name order).
+	IF cardinality(v_stables) > 0 THEN
+		RETURN QUERY SELECT 'add'::text, NULL::regclass, NULL::name,
+			'LOCK TABLE ' || string_agg(t::regclass::text, ', ' ORDER BY k.n) || ' IN ACCESS EXCLUSIVE MODE'
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n);
+	END IF;
+	FOR v_r IN
+		SELECT t AS relid, k.n,
+			   string_agg(format('ADD COLUMN %I bigint', s.new), ', ' ORDER BY s.n) AS cols,
+			   string_agg(format(', ADD CONSTRAINT %I CHECK (%I IS NOT NULL) NOT VALID',
+								 s.new || '_not_null', s.new), '' ORDER BY s.n) FILTER (WHERE s.nn) AS checks,
+			   string_agg(format('%L, %L', s.att, s.new), ', ' ORDER BY s.n) AS args
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		  JOIN unnest(v_srel, v_satt, v_snew, v_snn) WITH ORDINALITY AS s(rel, att, new, nn, n) ON s.rel = t
+		 GROUP BY t, k.n
+		 ORDER BY k.n
+	LOOP
+		IF mode = 'check' THEN
+			SELECT a.attname INTO v_text
+			  FROM pg_attribute a
+			 WHERE a.attrelid = v_r.relid AND NOT a.attisdropped
+			   AND a.attname IN (SELECT s.new FROM unnest(v_srel, v_snew) s(rel, new) WHERE s.rel = v_r.relid)
+			 LIMIT 1;
+			IF FOUND THEN
+				RAISE EXCEPTION 'column "%" of table % already exists', v_text, v_r.relid::regclass
+					USING ERRCODE = 'duplicate_column',
+						  DETAIL = 'The online conversion names its shadow columns so.',
+						  HINT = 'Rename that column, or convert with snowflake_convert_column().';
+			END IF;
+			SELECT t.tgname INTO v_text
+			  FROM pg_trigger t
+			 WHERE t.tgrelid = v_r.relid AND t.tgname = 'zz_snowflake_sync';
+			IF FOUND THEN
+				RAISE EXCEPTION 'trigger "%" for table % already exists', v_text, v_r.relid::regclass
+					USING ERRCODE = 'duplicate_object',
+						  HINT = 'Drop it: the online conversion names its trigger so.';
+			END IF;
+		END IF;
+		RETURN QUERY SELECT 'add'::text, v_r.relid::regclass, NULL::name,
+			format('ALTER TABLE %s %s%s', v_r.relid::regclass, v_r.cols, coalesce(v_r.checks, ''));
+		RETURN QUERY SELECT 'add'::text, v_r.relid::regclass, 'zz_snowflake_sync'::name,
+			format('CREATE TRIGGER zz_snowflake_sync BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION %I.snowflake_convert_sync(%s)',
+				   v_r.relid::regclass, nsp, v_r.args);
+		RETURN QUERY SELECT 'add'::text, v_r.relid::regclass, NULL::name,
+			format('ALTER TABLE %s ENABLE ALWAYS TRIGGER zz_snowflake_sync', v_r.relid::regclass);
+		v_abort := v_abort || format('DROP TRIGGER IF EXISTS zz_snowflake_sync ON %s', v_r.relid::regclass);
+	END LOOP;
+
+	-- backfill: described (the procedure builds the batches)
+	FOR v_r IN
+		SELECT t AS relid,
+			   (SELECT string_agg(format('%I = %I', s.new, s.att), ', ' ORDER BY s.n)
+				  FROM unnest(v_srel, v_satt, v_snew) WITH ORDINALITY AS s(rel, att, new, n)
+				 WHERE s.rel = t) AS sets,
+			   (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.n)
+				  FROM pg_index i
+				  CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(num, n)
+				  JOIN pg_attribute a ON a.attrelid = t AND a.attnum = k.num
+				 WHERE i.indrelid = t AND i.indisprimary) AS pk
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		 ORDER BY k.n
+	LOOP
+		RETURN QUERY SELECT 'backfill'::text, v_r.relid::regclass, NULL::name,
+			format('UPDATE %s SET %s, in batches in the order of (%s)', v_r.relid::regclass, v_r.sets, v_r.pk);
+	END LOOP;
+
+	-- index: every index using a shadowed column, again on the shadow
+	-- columns, and what the swap makes of it
+	FOR v_i IN
+		SELECT i.*, c.relname, c.relnamespace, c.reloptions, c.reltablespace, am.amname,
+			   con.oid AS conoid, con.conname, con.contype, con.condeferrable, con.condeferred,
+			   obj_description(i.indexrelid, 'pg_class') AS index_comment,
+			   obj_description(con.oid, 'pg_constraint') AS con_comment,
+			   (to_jsonb(i) ->> 'indnullsnotdistinct') = 'true' AS nulls_not_distinct,
+			   k.n AS tn
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		  JOIN pg_index i ON i.indrelid = k.t
+		  JOIN pg_class c ON c.oid = i.indexrelid
+		  JOIN pg_am am ON am.oid = c.relam
+		  LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid
+									 AND con.contype IN ('p', 'u', 'x')
+		 WHERE EXISTS (SELECT FROM unnest(v_srel, v_snum) s(rel, num)
+						WHERE s.rel = i.indrelid
+						  AND (s.num = ANY (i.indkey::int2[])
+							   OR position(format(':varattno %s ', s.num) IN coalesce(i.indexprs::text, '')) > 0
+							   OR position(format(':varattno %s ', s.num) IN coalesce(i.indpred::text, '')) > 0))
+		 ORDER BY k.n, c.relname
+	LOOP
+		IF v_refuse THEN
+			SELECT s.att INTO v_text
+			  FROM unnest(v_srel, v_snum, v_satt) s(rel, num, att)
+			 WHERE s.rel = v_i.indrelid
+			   AND (position(format(':varattno %s ', s.num) IN coalesce(v_i.indexprs::text, '')) > 0
+					OR position(format(':varattno %s ', s.num) IN coalesce(v_i.indpred::text, '')) > 0)
+			 LIMIT 1;
+			IF FOUND OR v_i.contype = 'x' THEN
+				RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+					USING ERRCODE = 'feature_not_supported',
+						  DETAIL = format('%s uses column "%s" of table %s in an expression, a predicate or an exclusion constraint, which the online conversion does not rebuild.',
+										  CASE WHEN v_i.contype = 'x' THEN format('Constraint "%s"', v_i.conname)
+											   ELSE format('Index %s', v_i.indexrelid::regclass) END,
+										  coalesce(v_text, (SELECT string_agg(s.att, '", "') FROM unnest(v_srel, v_satt) s(rel, att)
+															  WHERE s.rel = v_i.indrelid)),
+										  v_i.indrelid::regclass),
+						  HINT = v_offline;
+			END IF;
+			IF octet_length(v_i.relname) > 63 - octet_length('_snowflake') THEN
+				RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+					USING ERRCODE = 'name_too_long',
+						  DETAIL = format('The name of the new index of %s would be too long.', v_i.indexrelid::regclass),
+						  HINT = 'Rename the index, or convert with snowflake_convert_column().';
+			END IF;
+			IF mode = 'check' AND EXISTS (SELECT FROM pg_class x WHERE x.relnamespace = v_i.relnamespace
+											 AND x.relname = v_i.relname || '_snowflake') THEN
+				RAISE EXCEPTION 'relation "%" already exists', v_i.relname || '_snowflake'
+					USING ERRCODE = 'duplicate_table',
+						  DETAIL = format('The online conversion names the new index of %s so.', v_i.indexrelid::regclass),
+						  HINT = 'Rename that relation, or convert with snowflake_convert_column().';
+			END IF;
+		END IF;
+
+		v_keys := '{}';
+		v_incl := '{}';
+		FOR v_c IN
+			SELECT k.num, k.n - 1 AS pos, a.attname, a.attcollation, ia.attcollation AS icoll,
+				   ia.atttypid AS itype, s.new, opc.opcdefault, opc.oid AS opcoid, opc.opcname, opcn.nspname AS opcnsp,
+				   (i.indoption::int2[])[k.n - 1] AS opt,
+				   i.indcollation::oid[] AS colls
+			  FROM pg_index i
+			  CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(num, n)
+			  JOIN pg_attribute ia ON ia.attrelid = i.indexrelid AND ia.attnum = k.n
+			  LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num
+			  LEFT JOIN unnest(v_srel, v_snum, v_snew) AS s(rel, num, new) ON s.rel = i.indrelid AND s.num = k.num
+			  LEFT JOIN pg_opclass opc ON opc.oid = (i.indclass::oid[])[k.n - 1]
+			  LEFT JOIN pg_namespace opcn ON opcn.oid = opc.opcnamespace
+			 WHERE i.indexrelid = v_i.indexrelid
+			 ORDER BY k.n
+		LOOP
+			IF v_c.num = 0 THEN
+				v_expr := '(' || pg_get_indexdef(v_i.indexrelid, v_c.pos + 1, false) || ')';
+			ELSIF v_c.new IS NOT NULL THEN
+				v_expr := quote_ident(v_c.new);
+			ELSE
+				v_expr := quote_ident(v_c.attname);
+			END IF;
+			IF v_c.pos >= v_i.indnkeyatts THEN
+				v_incl := v_incl || v_expr;
+				CONTINUE;
+			END IF;
+			IF v_c.new IS NOT NULL THEN
+				-- the shadow column takes bigint's default operator class
+				IF v_refuse AND (NOT v_c.opcdefault
+								 OR NOT EXISTS (SELECT FROM pg_opclass x
+												 WHERE x.opcmethod = (SELECT c.relam FROM pg_class c WHERE c.oid = v_i.indexrelid)
+												   AND x.opcintype = 'int8'::regtype AND x.opcdefault)) THEN
+					RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+						USING ERRCODE = 'feature_not_supported',
+							  DETAIL = format('Index %s uses operator class %s, and the online conversion builds the new index with bigint''s default one.',
+											  v_i.indexrelid::regclass, v_c.opcname),
+							  HINT = v_offline;
+				END IF;
+			ELSE
+				-- (a collation other than the column's, or the type's)
+				v_k := coalesce(v_c.attcollation, (SELECT t.typcollation FROM pg_type t WHERE t.oid = v_c.itype));
+				IF v_c.colls[v_c.pos] <> 0 AND v_c.colls[v_c.pos] <> v_k THEN
+					v_expr := v_expr || ' COLLATE ' || (SELECT format('%I.%I', n.nspname, co.collname)
+														  FROM pg_collation co JOIN pg_namespace n ON n.oid = co.collnamespace
+														 WHERE co.oid = v_c.colls[v_c.pos]);
+				END IF;
+				IF NOT v_c.opcdefault THEN
+					v_expr := v_expr || format(' %I.%I', v_c.opcnsp, v_c.opcname);
+				END IF;
+			END IF;
+			IF v_c.opt & 1 <> 0 THEN
+				v_expr := v_expr || ' DESC' || CASE WHEN v_c.opt & 2 = 0 THEN ' NULLS LAST' ELSE '' END;
+			ELSIF v_c.opt & 2 <> 0 THEN
+				v_expr := v_expr || ' NULLS FIRST';
+			END IF;
+			v_keys := v_keys || v_expr;
+		END LOOP;
+
+		v_stmt := format('CREATE %sINDEX CONCURRENTLY %I ON %s USING %I (%s)',
+						 CASE WHEN v_i.indisunique THEN 'UNIQUE ' ELSE '' END,
+						 v_i.relname || '_snowflake', v_i.indrelid::regclass, v_i.amname,
+						 array_to_string(v_keys, ', '));
+		IF cardinality(v_incl) > 0 THEN
+			v_stmt := v_stmt || ' INCLUDE (' || array_to_string(v_incl, ', ') || ')';
+		END IF;
+		IF v_i.nulls_not_distinct THEN
+			v_stmt := v_stmt || ' NULLS NOT DISTINCT';
+		END IF;
+		IF v_i.reloptions IS NOT NULL THEN
+			v_stmt := v_stmt || ' WITH (' || array_to_string(v_i.reloptions, ', ') || ')';
+		END IF;
+		IF v_i.reltablespace <> 0 THEN
+			v_stmt := v_stmt || ' TABLESPACE ' || quote_ident((SELECT s.spcname FROM pg_tablespace s WHERE s.oid = v_i.reltablespace));
+		END IF;
+		IF v_i.indpred IS NOT NULL THEN
+			v_stmt := v_stmt || ' WHERE ' || pg_get_expr(v_i.indpred, v_i.indrelid);
+		END IF;
+		RETURN QUERY SELECT 'index'::text, v_i.indrelid::regclass, (v_i.relname || '_snowflake')::name, v_stmt;
+
+		v_text := format('%I.%I', (SELECT n.nspname FROM pg_namespace n WHERE n.oid = v_i.relnamespace),
+						 v_i.relname || '_snowflake');
+		v_abort := v_abort || format('DROP INDEX IF EXISTS %s', v_text);
+		IF v_i.contype IN ('p', 'u') THEN
+			v_after := v_after || format('ALTER TABLE %s ADD CONSTRAINT %I %s USING INDEX %I%s',
+										 v_i.indrelid::regclass, v_i.conname,
+										 CASE v_i.contype WHEN 'p' THEN 'PRIMARY KEY' ELSE 'UNIQUE' END,
+										 v_i.relname || '_snowflake',
+										 CASE WHEN v_i.condeferred THEN ' DEFERRABLE INITIALLY DEFERRED'
+											  WHEN v_i.condeferrable THEN ' DEFERRABLE' ELSE '' END);
+			IF v_i.con_comment IS NOT NULL THEN
+				v_after := v_after || format('COMMENT ON CONSTRAINT %I ON %s IS %L',
+											 v_i.conname, v_i.indrelid::regclass, v_i.con_comment);
+			END IF;
+		ELSE
+			v_after := v_after || format('ALTER INDEX %s RENAME TO %I', v_text, v_i.relname);
+		END IF;
+		IF v_i.indisreplident THEN
+			v_after := v_after || format('ALTER TABLE %s REPLICA IDENTITY USING INDEX %I', v_i.indrelid::regclass, v_i.relname);
+		END IF;
+		IF v_i.indisclustered THEN
+			v_after := v_after || format('ALTER TABLE %s CLUSTER ON %I', v_i.indrelid::regclass, v_i.relname);
+		END IF;
+		IF v_i.index_comment IS NOT NULL THEN
+			v_after := v_after || format('COMMENT ON INDEX %I.%I IS %L',
+										 (SELECT n.nspname FROM pg_namespace n WHERE n.oid = v_i.relnamespace),
+										 v_i.relname, v_i.index_comment);
+		END IF;
+	END LOOP;
+
+	-- validate: the foreign keys on the shadow columns (NOT VALID, then
+	-- validated if the old one was), and the not-null checks
+	FOR v_c IN
+		SELECT c.*, obj_description(c.oid, 'pg_constraint') AS con_comment,
+			   (to_jsonb(c) -> 'confdelsetcols') AS delsetcols,
+			   (SELECT string_agg(quote_ident(coalesce(s.new, a.attname)), ', ' ORDER BY k.n)
+				  FROM unnest(c.conkey) WITH ORDINALITY AS k(num, n)
+				  JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.num
+				  LEFT JOIN unnest(v_srel, v_snum, v_snew) AS s(rel, num, new) ON s.rel = c.conrelid AND s.num = k.num) AS cols,
+			   (SELECT string_agg(quote_ident(coalesce(s.new, a.attname)), ', ' ORDER BY k.n)
+				  FROM unnest(c.confkey) WITH ORDINALITY AS k(num, n)
+				  JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.num
+				  LEFT JOIN unnest(v_srel, v_snum, v_snew) AS s(rel, num, new) ON s.rel = c.confrelid AND s.num = k.num) AS refcols
+		  FROM pg_constraint c
+		 WHERE c.contype = 'f'
+		   AND EXISTS (SELECT FROM unnest(v_srel, v_snum) s(rel, num)
+						WHERE (s.rel = c.conrelid AND s.num = ANY (c.conkey))
+						   OR (s.rel = c.confrelid AND s.num = ANY (c.confkey)))
+		 ORDER BY c.conrelid::regclass::text, c.conname
+	LOOP
+		IF v_refuse AND jsonb_typeof(v_c.delsetcols) = 'array' AND jsonb_array_length(v_c.delsetcols) > 0 THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Foreign key "%s" of table %s sets only some columns to NULL on delete, which the online conversion does not rebuild.',
+									  v_c.conname, v_c.conrelid::regclass),
+					  HINT = v_offline;
+		END IF;
+		IF v_refuse AND octet_length(v_c.conname) > 63 - octet_length('_snowflake') THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'name_too_long',
+					  DETAIL = format('The name of the new foreign key of table %s, after "%s", would be too long.', v_c.conrelid::regclass, v_c.conname),
+					  HINT = 'Rename the constraint, or convert with snowflake_convert_column().';
+		END IF;
+		IF mode = 'check' AND EXISTS (SELECT FROM pg_constraint x WHERE x.conrelid = v_c.conrelid
+										 AND x.conname = v_c.conname || '_snowflake') THEN
+			RAISE EXCEPTION 'constraint "%" for relation % already exists', v_c.conname || '_snowflake', v_c.conrelid::regclass
+				USING ERRCODE = 'duplicate_object',
+					  DETAIL = 'The online conversion names its new foreign key so.',
+					  HINT = 'Rename that constraint, or convert with snowflake_convert_column().';
+		END IF;
+		RETURN QUERY SELECT 'constrain'::text, v_c.conrelid::regclass, (v_c.conname || '_snowflake')::name,
+			format('ALTER TABLE %s ADD CONSTRAINT %I FOREIGN KEY (%s) REFERENCES %s (%s)%s ON UPDATE %s ON DELETE %s%s NOT VALID',
+				   v_c.conrelid::regclass, v_c.conname || '_snowflake', v_c.cols, v_c.confrelid::regclass, v_c.refcols,
+				   CASE v_c.confmatchtype WHEN 'f' THEN ' MATCH FULL' WHEN 'p' THEN ' MATCH PARTIAL' ELSE '' END,
+				   CASE v_c.confupdtype WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
+										WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END,
+				   CASE v_c.confdeltype WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
+										WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END,
+				   CASE WHEN v_c.condeferred THEN ' DEFERRABLE INITIALLY DEFERRED'
+						WHEN v_c.condeferrable THEN ' DEFERRABLE' ELSE '' END);
+		IF v_c.convalidated THEN
+			v_validate := v_validate || format('%s|%s|ALTER TABLE %s VALIDATE CONSTRAINT %I',
+											   v_c.conrelid, v_c.conname || '_snowflake',
+											   v_c.conrelid::regclass, v_c.conname || '_snowflake');
+		END IF;
+		v_abort := format('ALTER TABLE %s DROP CONSTRAINT IF EXISTS %I', v_c.conrelid::regclass, v_c.conname || '_snowflake')
+				   || v_abort;
+		v_swap_fk := v_swap_fk || format('ALTER TABLE %s DROP CONSTRAINT %I', v_c.conrelid::regclass, v_c.conname);
+		v_after := v_after || format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', v_c.conrelid::regclass,
+									 v_c.conname || '_snowflake', v_c.conname);
+		IF v_c.con_comment IS NOT NULL THEN
+			v_after := v_after || format('COMMENT ON CONSTRAINT %I ON %s IS %L', v_c.conname,
+										 v_c.conrelid::regclass, v_c.con_comment);
+		END IF;
+	END LOOP;
+	FOR v_r IN
+		SELECT s.rel, s.new FROM unnest(v_srel, v_snew, v_snn) WITH ORDINALITY AS s(rel, new, nn, n)
+		 WHERE s.nn
+		 ORDER BY array_position(v_stables, s.rel), s.n
+	LOOP
+		v_validate := format('%s|%s|ALTER TABLE %s VALIDATE CONSTRAINT %I', v_r.rel, v_r.new || '_not_null',
+							 v_r.rel::regclass, v_r.new || '_not_null') || v_validate;
+	END LOOP;
+	FOREACH v_text IN ARRAY v_validate LOOP
+		RETURN QUERY SELECT 'validate'::text, split_part(v_text, '|', 1)::oid::regclass,
+			split_part(v_text, '|', 2)::name, substr(v_text, length(split_part(v_text, '|', 1)) + length(split_part(v_text, '|', 2)) + 3);
+	END LOOP;
+	FOR v_r IN
+		SELECT t AS relid, (SELECT string_agg(quote_ident(s.new), ', ' ORDER BY s.n)
+							  FROM unnest(v_srel, v_snew) WITH ORDINALITY AS s(rel, new, n) WHERE s.rel = t) AS cols
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		 ORDER BY k.n
+	LOOP
+		RETURN QUERY SELECT 'validate'::text, v_r.relid::regclass, NULL::name,
+			format('ANALYZE %s (%s)', v_r.relid::regclass, v_r.cols);
+	END LOOP;
+
+	-- abort: the new foreign keys, indexes, triggers, checks and columns
+	FOR v_r IN
+		SELECT t AS relid,
+			   (SELECT string_agg(CASE WHEN s.nn THEN format('DROP CONSTRAINT IF EXISTS %I, ', s.new || '_not_null') ELSE '' END
+								  || format('DROP COLUMN IF EXISTS %I', s.new), ', ' ORDER BY s.n)
+				  FROM unnest(v_srel, v_snew, v_snn) WITH ORDINALITY AS s(rel, new, nn, n) WHERE s.rel = t) AS drops
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		 ORDER BY k.n
+	LOOP
+		v_abort := v_abort || format('ALTER TABLE %s %s', v_r.relid::regclass, v_r.drops);
+	END LOOP;
+	IF mode = 'abort' THEN
+		RETURN QUERY SELECT 'abort'::text, NULL::regclass, NULL::name,
+			'LOCK TABLE ' || string_agg(t::regclass::text, ', ' ORDER BY k.n) || ' IN ACCESS EXCLUSIVE MODE'
+		  FROM unnest(v_tables) WITH ORDINALITY AS k(t, n);
+		RETURN QUERY SELECT 'abort'::text, NULL::regclass, NULL::name, s FROM unnest(v_abort) AS s;
+		RETURN;
+	END IF;
+
+	-- swap: in one transaction, under the locks of its first statement
+	RETURN QUERY SELECT 'swap'::text, NULL::regclass, NULL::name,
+		'LOCK TABLE ' || string_agg(t::regclass::text, ', ' ORDER BY k.n) || ' IN ACCESS EXCLUSIVE MODE'
+	  FROM unnest(v_tables) WITH ORDINALITY AS k(t, n);
+	-- (object "before": what goes before the sequence's statements)
+	RETURN QUERY SELECT 'swap'::text, t::regclass, 'before'::name,
+		format('DROP TRIGGER zz_snowflake_sync ON %s', t::regclass)
+	  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n) ORDER BY k.n;
+	RETURN QUERY SELECT 'swap'::text, NULL::regclass, 'before'::name, s FROM unnest(v_swap_fk) AS s;
+	-- the sequence, identity and default of the key, as offline (object
+	-- "sequence": the swap computes them again under its locks)
+	EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1, $2, $3, $4, $5, $6, $7)', nsp)
+	   INTO v_plan
+	  USING tbl, col, drop_sequence, rels, atts,
+			(SELECT p.oid::regproc::text || '()' FROM pg_proc p
+			  WHERE p.pronamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = nsp)
+				AND p.proname = 'snowflake_nextval' AND p.pronargs = 0),
+			v_call;
+	IF NOT v_plan.converted THEN
+		RETURN QUERY EXECUTE format(
+			'SELECT ''swap''::text, NULL::regclass, ''sequence''::name, s
+			   FROM %I._snowflake_convert_statements($1, $2, $3, ''{}'', ''{}'', $4, $5, $6, $7, $8, ''{}'', $9) AS s', nsp)
+		  USING tbl, col, drop_sequence, v_plan.identity_rels, v_plan.identity_seqs,
+				v_plan.owned_seqs, v_plan.drop_seqs, v_plan.set_default OR v_key_shadowed, v_call;
+	END IF;
+	FOR v_r IN
+		SELECT t AS relid,
+			   (SELECT string_agg(format('DROP COLUMN %I', s.att), ', ' ORDER BY s.n)
+				  FROM unnest(v_srel, v_satt) WITH ORDINALITY AS s(rel, att, n) WHERE s.rel = t) AS drops
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		 ORDER BY k.n
+	LOOP
+		RETURN QUERY SELECT 'swap'::text, v_r.relid::regclass, NULL::name,
+			format('ALTER TABLE %s %s', v_r.relid::regclass, v_r.drops);
+	END LOOP;
+	RETURN QUERY SELECT 'swap'::text, s.rel::regclass, NULL::name,
+		format('ALTER TABLE %s RENAME COLUMN %I TO %I', s.rel::regclass, s.new, s.att)
+	  FROM unnest(v_srel, v_satt, v_snew) WITH ORDINALITY AS s(rel, att, new, n)
+	 ORDER BY array_position(v_stables, s.rel), s.n;
+	-- (SET NOT NULL finds the validated check and skips the scan; the
+	-- check goes after it, not in the same ALTER TABLE, which would drop
+	-- it first)
+	FOR v_r IN
+		SELECT s.rel, s.att, s.new FROM unnest(v_srel, v_satt, v_snew, v_snn) WITH ORDINALITY AS s(rel, att, new, nn, n)
+		 WHERE s.nn
+		 ORDER BY array_position(v_stables, s.rel), s.n
+	LOOP
+		RETURN QUERY SELECT 'swap'::text, v_r.rel::regclass, NULL::name,
+			format('ALTER TABLE %s ALTER COLUMN %I SET NOT NULL', v_r.rel::regclass, v_r.att);
+		RETURN QUERY SELECT 'swap'::text, v_r.rel::regclass, NULL::name,
+			format('ALTER TABLE %s DROP CONSTRAINT %I', v_r.rel::regclass, v_r.new || '_not_null');
+	END LOOP;
+	-- the defaults of the other columns, the key's
+	RETURN QUERY SELECT 'swap'::text, s.rel::regclass, NULL::name,
+		format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', s.rel::regclass, s.att, pg_get_expr(ad.adbin, ad.adrelid))
+	  FROM unnest(v_srel, v_snum, v_satt) WITH ORDINALITY AS s(rel, num, att, n)
+	  JOIN pg_attrdef ad ON ad.adrelid = s.rel AND ad.adnum = s.num
+	 WHERE NOT (s.rel = tbl AND s.att = col)
+	 ORDER BY array_position(v_stables, s.rel), s.n;
+	RETURN QUERY SELECT 'swap'::text, NULL::regclass, NULL::name, s FROM unnest(v_after) AS s;
+	IF v_key_shadowed THEN
+		RETURN QUERY SELECT 'swap'::text, tbl, NULL::name,
+			format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', tbl, col, v_call);
+	END IF;
+	RETURN QUERY SELECT 'swap'::text, s.rel::regclass, NULL::name,
+		format('COMMENT ON COLUMN %s.%I IS %L', s.rel::regclass, s.att, col_description(s.rel, s.num))
+	  FROM unnest(v_srel, v_snum, v_satt) WITH ORDINALITY AS s(rel, num, att, n)
+	 WHERE col_description(s.rel, s.num) IS NOT NULL
+	 ORDER BY array_position(v_stables, s.rel), s.n;
+END;
+$plan$;
+
+COMMENT ON FUNCTION _snowflake_online_plan(regclass, name, boolean, oid[], name[], name, text) IS
+'internal to snowflake_convert_column_online(): the statements of each step, and the refusals';
+
+-- What the plan depends on, as one hash: the columns, defaults,
+-- constraints (those referencing the tables too), indexes, dependencies on
+-- columns, inheritance, owners and comments of the tables.  The steps that
+-- take locks blocking writers compute their plan first, without locks (the
+-- offline converter's refusals alone take a few hundred milliseconds),
+-- then take the locks and compare this hash, computed again under them
+-- with a new snapshot: if it differs, something changed in between, and
+-- they let go and plan again.  No foreign key can come to reference a
+-- locked table, nor any of the rest change, before the transaction ends.
+-- STABLE: it reads catalogs.  A plain SQL function: it is fast.
+CREATE FUNCTION _snowflake_online_fingerprint(rels oid[])
+RETURNS text
+LANGUAGE sql
+STABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $fingerprint$
+SELECT md5(concat_ws('|',
+	(SELECT string_agg(concat_ws(' ', a.attrelid, a.attnum, a.attname, a.atttypid, a.attnotnull,
+								 a.attidentity, a.attisdropped, a.attacl), ',' ORDER BY a.attrelid, a.attnum)
+	   FROM pg_attribute a WHERE a.attrelid = ANY (rels) AND a.attnum > 0),
+	(SELECT string_agg(concat_ws(' ', d.adrelid, d.adnum, d.adbin), ',' ORDER BY d.adrelid, d.adnum)
+	   FROM pg_attrdef d WHERE d.adrelid = ANY (rels)),
+	(SELECT string_agg(concat_ws(' ', c.oid, c.conname, c.contype, c.convalidated, c.conrelid, c.confrelid),
+					   ',' ORDER BY c.oid)
+	   FROM pg_constraint c WHERE c.conrelid = ANY (rels) OR c.confrelid = ANY (rels)),
+	(SELECT string_agg(concat_ws(' ', i.indexrelid, x.relname, i.indisvalid, i.indkey), ',' ORDER BY i.indexrelid)
+	   FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid WHERE i.indrelid = ANY (rels)),
+	(SELECT string_agg(concat_ws(' ', d.classid, d.objid, d.objsubid, d.refobjid, d.refobjsubid, d.deptype),
+					   ',' ORDER BY d.classid, d.objid, d.objsubid, d.refobjid, d.refobjsubid)
+	   FROM pg_depend d
+	  WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = ANY (rels) AND d.refobjsubid > 0),
+	(SELECT string_agg(concat_ws(' ', i.inhrelid, i.inhparent), ',' ORDER BY i.inhrelid, i.inhparent)
+	   FROM pg_inherits i WHERE i.inhrelid = ANY (rels) OR i.inhparent = ANY (rels)),
+	(SELECT string_agg(concat_ws(' ', c.oid, c.relowner, c.relkind, c.relname, c.relnamespace), ',' ORDER BY c.oid)
+	   FROM pg_class c WHERE c.oid = ANY (rels)),
+	(SELECT string_agg(concat_ws(' ', d.objoid, d.objsubid, md5(d.description)), ',' ORDER BY d.objoid, d.objsubid)
+	   FROM pg_description d WHERE d.classoid = 'pg_class'::regclass AND d.objoid = ANY (rels))));
+$fingerprint$;
+
+COMMENT ON FUNCTION _snowflake_online_fingerprint(oid[]) IS
+'internal to snowflake_convert_column_online(): what its plan depends on, hashed';
+
+-- One step's transaction, in the caller's: the locks (one LOCK TABLE
+-- statement, in the order of snowflake_convert_column(): the table first,
+-- then the others by name), the hash compared (NULL: not checked), the
+-- statements.  Returns how long it held the locks (up to the commit), in
+-- seconds; NULL, having run nothing, if the hash differs.
+-- (client_min_messages: the notices of DROP ... IF EXISTS, and of USING
+-- INDEX renaming the index, which is the point, are noise here.)
+CREATE FUNCTION _snowflake_online_locked(
+	lock_stmt text,
+	rels oid[],
+	fingerprint text,
+	stmts text[],
+	nsp name)
+RETURNS float8
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+SET client_min_messages = warning
+AS $locked$
+DECLARE
+	v_stmt text;
+	v_now text;
+	v_locked timestamptz;
+BEGIN
+	EXECUTE lock_stmt;
+	v_locked := clock_timestamp();
+	IF fingerprint IS NOT NULL THEN
+		EXECUTE format('SELECT %I._snowflake_online_fingerprint($1)', nsp) INTO v_now USING rels;
+		IF v_now IS DISTINCT FROM fingerprint THEN
+			RETURN NULL;
+		END IF;
+	END IF;
+	FOREACH v_stmt IN ARRAY stmts LOOP
+		EXECUTE v_stmt;
+	END LOOP;
+	RETURN extract(epoch FROM clock_timestamp() - v_locked);
+END;
+$locked$;
+
+COMMENT ON FUNCTION _snowflake_online_locked(text, oid[], text, text[], name) IS
+'internal to snowflake_convert_column_online(): one step''s statements under its locks, if nothing changed; how long it held them';
+
+-- The swap's transaction: as above, and between the statements before and
+-- after it, the sequence's, identity's and default's of the key from the
+-- offline converter (computed here, under the locks: an identity's position
+-- is copied), and first every existing value checked below next_id, as
+-- offline (but with an id drawn by the caller before the locks, so that a
+-- session's first id, which may wait for the generator's mark file, is not
+-- drawn under them; every later id is greater still).
+CREATE FUNCTION _snowflake_online_swap(
+	lock_stmt text,
+	rels oid[],
+	fingerprint text,
+	before text[],
+	after text[],
+	tbl regclass,
+	col name,
+	drop_sequence boolean,
+	nsp name,
+	next_id bigint,
+	identity_rels oid[],
+	identity_seqs oid[],
+	owned_seqs oid[],
+	drop_seqs oid[],
+	set_default boolean)
+RETURNS float8
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+SET client_min_messages = warning
+AS $swap$
+DECLARE
+	v_stmt text;
+	v_now text;
+	v_max bigint;
+	v_text text;
+	v_locked timestamptz;
+BEGIN
+	EXECUTE lock_stmt;
+	v_locked := clock_timestamp();
+	EXECUTE format('SELECT %I._snowflake_online_fingerprint($1)', nsp) INTO v_now USING rels;
+	IF v_now IS DISTINCT FROM fingerprint THEN
+		RETURN NULL;
+	END IF;
+	EXECUTE format('SELECT max(%I)::bigint FROM %s', col, tbl) INTO v_max;
+	IF v_max >= next_id THEN
+		EXECUTE format('SELECT %I.snowflake_timestamp($1)::text', nsp) INTO v_text USING v_max;
+		RAISE EXCEPTION 'column "%" of table % holds values not below the next Snowflake id', col, tbl
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Its largest value is %s, which Snowflake ids reach only at %s: until then new ids could repeat existing values.', v_max, v_text),
+				  HINT = 'Keep the column''s current default, or renumber those rows first.';
+	END IF;
+	FOREACH v_stmt IN ARRAY before LOOP
+		EXECUTE v_stmt;
+	END LOOP;
+	FOR v_stmt IN EXECUTE format(
+		'SELECT s FROM %I._snowflake_convert_statements($1, $2, $3, ''{}'', ''{}'', $4, $5, $6, $7, $8, ''{}'', $9) AS s', nsp)
+		USING tbl, col, drop_sequence, identity_rels, identity_seqs, owned_seqs, drop_seqs, set_default,
+			  format('%I.snowflake_nextval()', nsp)
+	LOOP
+		EXECUTE v_stmt;
+	END LOOP;
+	FOREACH v_stmt IN ARRAY after LOOP
+		EXECUTE v_stmt;
+	END LOOP;
+	EXECUTE format('DELETE FROM %I.snowflake_online_state WHERE tbl = $1', nsp) USING tbl;
+	RETURN extract(epoch FROM clock_timestamp() - v_locked);
+END;
+$swap$;
+
+COMMENT ON FUNCTION _snowflake_online_swap(text, oid[], text, text[], text[], regclass, name, boolean, name, bigint, oid[], oid[], oid[], oid[], boolean) IS
+'internal to snowflake_convert_column_online(): the swap under its locks, if nothing changed';
+
+-- The backfill's statements for one table: the range of the next batch
+-- (its row count and last primary key, as text), the batch's UPDATE, the
+-- sweep's UPDATE, and whether any row still differs.  Rows are locked with
+-- SKIP LOCKED: a batch never waits for a writer (nor can it deadlock with
+-- one), and a row a writer holds is synced by the trigger when the writer
+-- updates it, or found by the sweep if it does not.  $1 is the last key done
+-- (NULL at first), $2 the batch's last key or the batch size.
+CREATE FUNCTION _snowflake_online_batches(
+	tbl regclass,
+	rels oid[],
+	atts name[],
+	OUT range_sql text,
+	OUT update_sql text,
+	OUT sweep_sql text,
+	OUT left_sql text)
+RETURNS record
+LANGUAGE plpgsql
+STABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $batches$
+DECLARE
+	v_sets text;
+	v_diff text;
+	v_keys text;
+	v_desc text;
+	v_text text;
+	v_after text;
+	v_upto text;
+BEGIN
+	SELECT string_agg(format('%I = %I', a.attname || '_snowflake', a.attname), ', ' ORDER BY k.n),
+		   string_agg(format('%I IS DISTINCT FROM %I', a.attname || '_snowflake', a.attname), ' OR ' ORDER BY k.n)
+	  INTO v_sets, v_diff
+	  FROM generate_subscripts(rels, 1) AS k(n)
+	  JOIN pg_attribute a ON a.attrelid = rels[k.n] AND a.attname = atts[k.n] AND NOT a.attisdropped
+	 WHERE rels[k.n] = tbl AND a.atttypid <> 'int8'::regtype;
+	SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.n),
+		   string_agg(quote_ident(a.attname) || ' DESC', ', ' ORDER BY k.n),
+		   string_agg(format('%I::text', a.attname), ', ' ORDER BY k.n),
+		   string_agg(format('($1::text[])[%s]::%s', k.n, format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY k.n),
+		   string_agg(format('($2::text[])[%s]::%s', k.n, format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY k.n)
+	  INTO v_keys, v_desc, v_text, v_after, v_upto
+	  FROM pg_index i
+	  CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(num, n)
+	  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num
+	 WHERE i.indrelid = tbl AND i.indisprimary;
+	v_after := format('($1::text[] IS NULL OR ROW(%s) > ROW(%s))', v_keys, v_after);
+	v_upto := format('($2::text[] IS NULL OR ROW(%s) <= ROW(%s))', v_keys, v_upto);
+	range_sql := format('WITH b AS (SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT $2)
+						 SELECT (SELECT count(*) FROM b), (SELECT ARRAY[%s] FROM b ORDER BY %s LIMIT 1)',
+						v_keys, tbl, v_after, v_keys, v_text, v_desc);
+	update_sql := format('UPDATE %s SET %s WHERE ctid = ANY (ARRAY(SELECT ctid FROM %s WHERE %s AND %s AND (%s) FOR NO KEY UPDATE SKIP LOCKED))',
+						 tbl, v_sets, tbl, v_after, v_upto, v_diff);
+	sweep_sql := format('UPDATE %s SET %s WHERE ctid = ANY (ARRAY(SELECT ctid FROM %s WHERE %s LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED))',
+						tbl, v_sets, tbl, v_diff);
+	left_sql := format('SELECT EXISTS (SELECT FROM %s WHERE %s)', tbl, v_diff);
+END;
+$batches$;
+
+COMMENT ON FUNCTION _snowflake_online_batches(regclass, oid[], name[]) IS
+'internal to snowflake_convert_column_online(): the backfill''s statements for a table';
+
+-- snowflake_convert_column_online(): the steps, each in transactions of its
+-- own, from wherever the state row says the conversion is.  Every step that
+-- takes a lock blocking writers (add, the new foreign keys, the swap,
+-- abort, dropping an invalid index) is bounded by lock_timeout, the
+-- longest another session should wait behind the conversion: the step
+-- waits for its locks at most half of it (the PostgreSQL setting
+-- lock_timeout is set to that), leaving the other half for the time it
+-- holds them, a few milliseconds (the statements are planned before, and
+-- only catalogs change under the locks).  500 ms by default, so that the
+-- wait (250 ms) stays below deadlock_timeout's default of 1 s: should an
+-- application take the same locks in another order, the procedure gives
+-- up first, rather than the deadlock detector cancelling the application's
+-- transaction.  Each such step is retried
+-- up to max_retries times, after a pause that doubles from 0.1 s (to 5 s at
+-- most, with jitter); then the call fails with lock_not_available, and the
+-- next call resumes there.  A procedure cannot have a SET clause and still
+-- COMMIT, so search_path is pinned (pg_catalog, pg_temp) with set_config()
+-- in each of its transactions, and the steps themselves are helpers that
+-- pin it with SET; the helpers are called qualified with the extension's
+-- schema, found through pg_depend as offline.  One session at a time per
+-- table, through a session-level advisory lock, which an error leaves held
+-- until the session's next call of the procedure or its end.
+-- SECURITY INVOKER: it can do nothing its caller could not do by hand.
+CREATE PROCEDURE snowflake_convert_column_online(
+	tbl regclass,
+	col name DEFAULT 'id',
+	batch_size integer DEFAULT 10000,
+	lock_timeout interval DEFAULT '500ms',
+	max_retries integer DEFAULT 10,
+	stop_after text DEFAULT NULL,
+	abort boolean DEFAULT false,
+	drop_sequence boolean DEFAULT false,
+	dry_run boolean DEFAULT false)
+LANGUAGE plpgsql
+SECURITY INVOKER
+AS $online$
+DECLARE
+	v_nsp name;
+	v_ours text;
+	v_relkind "char";
+	v_state record;
+	v_lock record;
+	v_plan record;
+	v_r record;
+	v_sql text;
+	v_kind text;			-- the step's locked transaction, if any
+	v_lock_stmt text;
+	v_fp text;
+	v_stmts text[];
+	v_after text[];
+	v_rels oid[];
+	v_atts name[];
+	v_tables oid[];
+	v_try integer := 0;
+	v_failed text;
+	v_lt text;
+	v_key bigint;
+	v_bool boolean;
+	v_held float8;			-- how long a step held its locks, in seconds
+	v_n bigint;
+	v_last text[];
+	v_b record;
+	v_t regclass;
+	v_started timestamptz;
+	v_noticed timestamptz;
+	v_done0 bigint;
+	v_rate float8;
+	v_pending text[];
+	v_dry_rows integer := 0;
+	v_stop boolean := false;	-- nothing more to do after the checks
+BEGIN
+	PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+	IF tbl IS NULL OR col IS NULL OR batch_size IS NULL OR lock_timeout IS NULL OR max_retries IS NULL
+	   OR abort IS NULL OR drop_sequence IS NULL OR dry_run IS NULL THEN
+		RAISE EXCEPTION 'arguments of snowflake_convert_column_online() must not be null'
+			USING ERRCODE = 'null_value_not_allowed',
+				  HINT = 'Only stop_after may be null.';
+	END IF;
+	IF batch_size < 1 OR max_retries < 0 OR lock_timeout <= interval '0'
+	   OR lock_timeout > interval '1 hour' OR stop_after NOT IN ('add', 'backfill', 'validate') THEN
+		RAISE EXCEPTION 'invalid argument of snowflake_convert_column_online()'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'batch_size must be positive, max_retries at least 0, lock_timeout between 0 and 1 hour (excluded) and stop_after one of add, backfill, validate or null.';
+	END IF;
+	-- (half of it: see above)
+	v_lt := greatest(ceil(extract(epoch FROM lock_timeout) * 1000 / 2), 1)::bigint::text;
+
+	SELECT n.nspname, p.oid::regproc::text || '()' INTO v_nsp, v_ours
+	  FROM pg_depend d
+	  JOIN pg_extension e ON e.oid = d.refobjid
+	  JOIN pg_proc p ON p.oid = d.objid
+	  JOIN pg_namespace n ON n.oid = p.pronamespace
+	 WHERE d.classid = 'pg_proc'::regclass
+	   AND d.refclassid = 'pg_extension'::regclass
+	   AND d.deptype = 'e'
+	   AND e.extname = 'snowflake'
+	   AND p.proname = 'snowflake_nextval'
+	   AND p.pronargs = 0;
+
+	-- As offline: a table, the caller's.
+	SELECT c.relkind INTO v_relkind FROM pg_class c WHERE c.oid = tbl;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'relation with OID % does not exist', tbl::oid
+			USING ERRCODE = 'undefined_table';
+	END IF;
+	IF v_relkind NOT IN ('r', 'p') THEN
+		RAISE EXCEPTION '% is not a table', tbl
+			USING ERRCODE = 'wrong_object_type',
+				  DETAIL = format('It is %s; only ordinary and partitioned tables can be converted.',
+								  CASE v_relkind
+									  WHEN 'v' THEN 'a view'
+									  WHEN 'm' THEN 'a materialized view'
+									  WHEN 'f' THEN 'a foreign table'
+									  WHEN 'S' THEN 'a sequence'
+									  WHEN 'c' THEN 'a composite type'
+									  ELSE 'an index'
+								  END);
+	END IF;
+	IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = tbl), 'USAGE') THEN
+		RAISE EXCEPTION 'must be owner of table %', tbl
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+
+	EXECUTE format('SELECT * FROM %I.snowflake_online_state WHERE tbl = $1', v_nsp) INTO v_state USING tbl;
+	IF v_state.tbl IS NOT NULL AND v_state.col <> col THEN
+		RAISE EXCEPTION 'an online conversion of column "%" of table % is in progress', v_state.col, tbl
+			USING ERRCODE = 'object_in_use',
+				  HINT = 'Finish it or abort it first.';
+	END IF;
+
+	IF NOT dry_run THEN
+		IF current_setting('transaction_isolation') <> 'read committed' THEN
+			RAISE EXCEPTION 'snowflake_convert_column_online() cannot run in a % transaction',
+							upper(current_setting('transaction_isolation'))
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = 'Each step reads the catalogs and the rows under its own locks, which needs a new snapshot for each statement.',
+					  HINT = 'Call it with default_transaction_isolation set to READ COMMITTED.';
+		END IF;
+
+		-- One session at a time per table.  Taken again by the same session,
+		-- it only counts up: every hold is released at the end.
+		v_key := (1936617335::bigint << 32) | tbl::oid::bigint;
+		IF NOT pg_try_advisory_lock(v_key) THEN
+			RAISE EXCEPTION 'another session is converting table % online', tbl
+				USING ERRCODE = 'object_in_use',
+					  DETAIL = format('Session %s holds the conversion''s advisory lock.',
+									  (SELECT string_agg(l.pid::text, ', ') FROM pg_locks l
+									    WHERE l.locktype = 'advisory' AND l.granted
+										  AND l.classid = 1936617335 AND l.objid = tbl::oid AND l.objsubid = 1)),
+					  HINT = 'Wait for it to finish; a session whose call failed holds the lock until it calls the procedure again or disconnects.';
+		END IF;
+	END IF;
+
+	-- The refusals, offline's then online's, before anything changes (and
+	-- again before the add step), or the dry run; the advisory lock let go
+	-- if the call stops here.  (pg_get_expr() takes ACCESS SHARE on the
+	-- table from PostgreSQL 15 on: the lock above refuses a second session
+	-- before it would queue behind a first one's locks.)
+	BEGIN
+		IF abort THEN
+			IF v_state.tbl IS NULL THEN
+				RAISE NOTICE 'no online conversion of table % is in progress', tbl;
+				v_stop := true;
+			ELSIF dry_run THEN
+				FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''abort'')', v_nsp)
+							USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
+				LOOP
+					IF v_r.step = 'abort' THEN
+						RAISE NOTICE '%: %', v_r.step, v_r.statement;
+					END IF;
+				END LOOP;
+				v_stop := true;
+			END IF;
+		ELSE
+			EXECUTE format('SELECT coalesce(array_agg(c.rel::oid ORDER BY c.n), ''{}'') AS rels,
+								   coalesce(array_agg(c.att ORDER BY c.n), ''{}'') AS atts
+							  FROM %I._snowflake_convert_fk_closure($1, $2) WITH ORDINALITY AS c(rel, att, n)', v_nsp)
+			   INTO v_lock USING tbl, col;
+			EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1, $2, $3, $4, $5, $6, $7)', v_nsp)
+			   INTO v_plan
+			  USING tbl, col, drop_sequence, v_lock.rels, v_lock.atts, v_ours, format('%I.snowflake_nextval()', v_nsp);
+			IF v_plan.converted AND v_state.tbl IS NULL THEN
+				RAISE NOTICE 'column "%" of table % already takes Snowflake ids, skipping', col, tbl;
+				v_stop := true;
+			ELSE
+				IF v_state.tbl IS NOT NULL THEN
+					v_lock.rels := v_state.rels::oid[];
+					v_lock.atts := v_state.atts;
+					drop_sequence := v_state.drop_sequence;
+				END IF;
+				FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, $7)', v_nsp)
+							USING tbl, col, drop_sequence, v_lock.rels, v_lock.atts, v_nsp,
+								  CASE WHEN v_state.tbl IS NULL THEN 'check' ELSE 'run' END
+				LOOP
+					IF dry_run THEN
+						RAISE NOTICE '%: %', v_r.step, v_r.statement;
+						v_dry_rows := v_dry_rows + 1;
+					END IF;
+				END LOOP;
+				IF dry_run THEN
+					IF v_state.tbl IS NOT NULL THEN
+						RAISE NOTICE 'in progress: at step %', v_state.step;
+					END IF;
+					v_stop := true;
+				END IF;
+			END IF;
+		END IF;
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT dry_run THEN
+			WHILE EXISTS (SELECT FROM pg_locks l
+							WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory'
+							  AND l.classid = 1936617335 AND l.objid = tbl::oid AND l.objsubid = 1) LOOP
+				PERFORM pg_advisory_unlock(v_key);
+			END LOOP;
+		END IF;
+		RAISE;
+	END;
+	IF v_stop THEN
+		IF NOT dry_run THEN
+			WHILE EXISTS (SELECT FROM pg_locks l
+							WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory'
+							  AND l.classid = 1936617335 AND l.objid = tbl::oid AND l.objsubid = 1) LOOP
+				PERFORM pg_advisory_unlock(v_key);
+			END LOOP;
+		END IF;
+		RETURN;
+	END IF;
+
+	-- Here a call inside a transaction block, or from a function, fails
+	-- ("invalid transaction termination") before anything has changed.
+	COMMIT;
+	PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+
+	<<steps>>
+	LOOP
+		EXECUTE format('SELECT * FROM %I.snowflake_online_state WHERE tbl = $1', v_nsp) INTO v_state USING tbl;
+		-- (the step to do next, from 1, against the last one to do)
+		v_n := coalesce(array_position(ARRAY['backfill', 'index', 'validate', 'swap'], v_state.step::text) + 1, 1);
+		IF NOT abort AND v_n > coalesce(array_position(ARRAY['add', 'backfill', 'index', 'validate'], stop_after), 5) THEN
+			RAISE NOTICE 'stopping after step %, as asked', stop_after;
+			EXIT steps;
+		END IF;
+		-- The step's transaction that takes locks blocking writers, if it
+		-- has one: planned first, without locks, in a transaction of its
+		-- own; then run under lock_timeout, retried (see
+		-- _snowflake_online_fingerprint()).
+		v_kind := NULL;
+		v_fp := NULL;
+		v_stmts := '{}';
+		v_after := '{}';
+		IF abort THEN
+			EXIT steps WHEN v_state.tbl IS NULL;
+			v_kind := 'abort';
+			SELECT coalesce(array_agg(r ORDER BY n), '{}'), coalesce(array_agg(a ORDER BY n), '{}')
+			  INTO v_rels, v_atts
+			  FROM unnest(v_state.rels::oid[], v_state.atts) WITH ORDINALITY AS s(r, a, n)
+			 WHERE EXISTS (SELECT FROM pg_class c WHERE c.oid = s.r);	-- (not those dropped since)
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''abort'')', v_nsp)
+						USING tbl, v_state.col, v_state.drop_sequence, v_rels, v_atts, v_nsp
+			LOOP
+				CONTINUE WHEN v_r.step <> 'abort';
+				IF v_r.statement LIKE 'LOCK TABLE %' THEN
+					v_lock_stmt := v_r.statement;
+				ELSE
+					v_stmts := v_stmts || v_r.statement;
+				END IF;
+			END LOOP;
+			v_stmts := v_stmts || format('DELETE FROM %I.snowflake_online_state WHERE tbl = %s', v_nsp, tbl::oid);
+		ELSIF v_state.tbl IS NULL OR v_state.step = 'swap' THEN
+			-- the closure and the refusals, as at the start
+			EXECUTE format('SELECT coalesce(array_agg(c.rel::oid ORDER BY c.n), ''{}'') AS rels,
+								   coalesce(array_agg(c.att ORDER BY c.n), ''{}'') AS atts
+							  FROM %I._snowflake_convert_fk_closure($1, $2) WITH ORDINALITY AS c(rel, att, n)', v_nsp)
+			   INTO v_lock USING tbl, col;
+			v_rels := v_lock.rels;
+			v_atts := v_lock.atts;
+			EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1, $2, $3, $4, $5, $6, $7)', v_nsp)
+			   INTO v_plan
+			  USING tbl, col, coalesce(v_state.drop_sequence, drop_sequence), v_rels, v_atts, v_ours,
+					format('%I.snowflake_nextval()', v_nsp);
+			IF v_state.tbl IS NULL THEN
+				IF v_plan.converted THEN
+					RAISE NOTICE 'column "%" of table % already takes Snowflake ids, skipping', col, tbl;
+					EXIT steps;
+				END IF;
+				v_kind := 'add';
+				RAISE NOTICE 'step 1 of 5, add: shadow columns and triggers on %', tbl;
+			ELSE
+				IF v_plan.converted
+				   OR EXISTS (SELECT unnest(v_rels)::regclass, unnest(v_atts)
+							  EXCEPT SELECT unnest(v_state.rels), unnest(v_state.atts))
+				   OR EXISTS (SELECT unnest(v_state.rels), unnest(v_state.atts)
+							  EXCEPT SELECT unnest(v_rels)::regclass, unnest(v_atts)) THEN
+					RAISE EXCEPTION 'the columns referencing column "%" of table % changed during its online conversion', col, tbl
+						USING ERRCODE = 'object_not_in_prerequisite_state',
+							  DETAIL = 'A foreign key was added or dropped, or a column changed, after the conversion began: the shadow columns no longer match.',
+							  HINT = format('Undo the conversion with CALL snowflake_convert_column_online(%L, %L, abort => true), then start it again.', tbl::text, col);
+				END IF;
+				v_kind := 'swap';
+				RAISE NOTICE 'step 5 of 5, swap';
+			END IF;
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, $7)', v_nsp)
+						USING tbl, col, coalesce(v_state.drop_sequence, drop_sequence), v_rels, v_atts, v_nsp,
+							  CASE v_kind WHEN 'add' THEN 'check' ELSE 'run' END
+			LOOP
+				CONTINUE WHEN v_r.step <> v_kind;
+				IF v_r.statement LIKE 'LOCK TABLE %' THEN
+					v_lock_stmt := v_r.statement;
+				ELSIF v_r.object = 'sequence' THEN
+					NULL;				-- (computed again under the locks)
+				ELSIF v_r.object = 'before' OR v_kind = 'add' THEN
+					v_stmts := v_stmts || v_r.statement;
+				ELSE
+					v_after := v_after || v_r.statement;
+				END IF;
+			END LOOP;
+			-- the whole closure is locked, the table first, then by name
+			SELECT 'LOCK TABLE ' || string_agg(format('%I.%I', n.nspname, c.relname), ', '
+											   ORDER BY c.oid <> tbl::oid, c.oid::regclass::text)
+				   || ' IN ACCESS EXCLUSIVE MODE'
+			  INTO v_lock_stmt
+			  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			 WHERE c.oid = ANY (v_rels);
+			IF v_kind = 'add' THEN
+				-- the state row, with the tables to backfill (the table
+				-- first, then by name) and the rows to expect: the
+				-- planner's estimate, or a count for a table never
+				-- vacuumed nor analyzed (a new one, likely small)
+				SELECT coalesce(array_agg(t ORDER BY t <> tbl::oid, t::regclass::text), '{}') INTO v_tables
+				  FROM (SELECT DISTINCT v_rels[k.n] AS t
+						  FROM generate_subscripts(v_rels, 1) AS k(n)
+						  JOIN pg_attribute a ON a.attrelid = v_rels[k.n] AND a.attname = v_atts[k.n]
+						 WHERE a.atttypid <> 'int8'::regtype) x;
+				v_n := 0;
+				FOR v_r IN SELECT c.oid::regclass AS r, c.reltuples, c.relpages FROM pg_class c WHERE c.oid = ANY (v_tables) LOOP
+					IF v_r.reltuples > 0 OR (v_r.reltuples = 0 AND v_r.relpages > 0) THEN
+						v_n := v_n + v_r.reltuples::bigint;
+					ELSE
+						EXECUTE format('SELECT %s + count(*) FROM %s', v_n, v_r.r) INTO v_n;
+					END IF;
+				END LOOP;
+				v_stmts := v_stmts || format(
+					'INSERT INTO %I.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables, rows_estimated)
+					 VALUES (%s, %L, ''backfill'', %L::oid[]::regclass[], %L, %L, %L::oid[]::regclass[], %s)',
+					v_nsp, tbl::oid, col, v_rels, v_atts, drop_sequence, v_tables, v_n);
+			END IF;
+			EXECUTE format('SELECT %I._snowflake_online_fingerprint($1)', v_nsp) INTO v_fp USING v_rels;
+		ELSIF v_state.step = 'validate' THEN
+			-- the new foreign keys that are not there yet, in one
+			-- transaction, its locks taken first in the order of every
+			-- other step (the table, then the others by name), as a
+			-- writer inserting a row and then rows referencing it takes
+			-- them; a foreign key locks both its tables
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''run'')', v_nsp)
+						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
+			LOOP
+				IF v_r.step = 'constrain'
+				   AND NOT EXISTS (SELECT FROM pg_constraint c WHERE c.conrelid = v_r.rel AND c.conname = v_r.object) THEN
+					v_stmts := v_stmts || v_r.statement;
+				END IF;
+			END LOOP;
+			IF v_stmts <> '{}' THEN
+				v_kind := 'constrain';
+				SELECT 'LOCK TABLE ' || string_agg(format('%I.%I', n.nspname, c.relname), ', '
+												   ORDER BY c.oid <> tbl::oid, c.oid::regclass::text)
+					   || ' IN SHARE ROW EXCLUSIVE MODE'
+				  INTO v_lock_stmt
+				  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+				 WHERE c.oid = ANY (v_state.rels::oid[]);
+			END IF;
+		ELSIF v_state.step = 'index' THEN
+			-- an index left invalid by a cancelled CREATE INDEX CONCURRENTLY
+			-- is dropped, to be built again
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''run'')', v_nsp)
+						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
+			LOOP
+				IF v_r.step = 'index'
+				   AND EXISTS (SELECT FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+								WHERE i.indrelid = v_r.rel AND c.relname = v_r.object AND NOT i.indisvalid) THEN
+					v_stmts := v_stmts || format('DROP INDEX %I.%I',
+												 (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+												   WHERE c.oid = v_r.rel), v_r.object);
+				END IF;
+			END LOOP;
+			IF v_stmts <> '{}' THEN
+				v_kind := 'drop';
+				v_lock_stmt := 'SELECT';		-- (DROP INDEX takes its own)
+			END IF;
+		END IF;
+		COMMIT;
+		PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+
+		WHILE v_kind IS NOT NULL LOOP
+			v_try := v_try + 1;
+			v_failed := NULL;
+			BEGIN
+				PERFORM set_config('lock_timeout', v_lt, true);
+				IF v_kind = 'swap' THEN
+					EXECUTE format('SELECT %I._snowflake_online_swap($1, $2, $3, $4, $5, $6, $7, $8, $9, %I.snowflake_nextval(),
+																	 $10, $11, $12, $13, $14)', v_nsp, v_nsp)
+					   INTO v_held
+					  USING v_lock_stmt, v_rels, v_fp, v_stmts, v_after, tbl, col, v_state.drop_sequence, v_nsp,
+							v_plan.identity_rels, v_plan.identity_seqs, v_plan.owned_seqs, v_plan.drop_seqs,
+							v_plan.set_default OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl
+															 AND a.attname = col AND a.atttypid <> 'int8'::regtype);
+				ELSE
+					EXECUTE format('SELECT %I._snowflake_online_locked($1, $2, $3, $4, $5)', v_nsp)
+					   INTO v_held USING v_lock_stmt, v_rels, v_fp, v_stmts, v_nsp;
+				END IF;
+			EXCEPTION WHEN lock_not_available THEN
+				GET STACKED DIAGNOSTICS v_failed = MESSAGE_TEXT;
+			END;
+			PERFORM set_config('lock_timeout', '0', true);
+			COMMIT;
+			PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+			IF v_failed IS NULL AND v_held IS NOT NULL THEN
+				-- (DEBUG1: SET client_min_messages = debug1 to see it)
+				RAISE DEBUG '%: locks held for % ms', v_kind, round((v_held * 1000)::numeric, 1);
+				EXIT;
+			END IF;
+			IF v_try > max_retries THEN
+				WHILE EXISTS (SELECT FROM pg_locks l
+								WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory'
+								  AND l.classid = 1936617335 AND l.objid = tbl::oid AND l.objsubid = 1) LOOP
+					PERFORM pg_advisory_unlock(v_key);
+				END LOOP;
+				RAISE EXCEPTION 'could not take the locks of the online conversion of table % within lock_timeout, % times', tbl, v_try
+					USING ERRCODE = 'lock_not_available',
+						  DETAIL = format('Last: %s.', coalesce(v_failed, 'the tables changed while the step waited for its locks')),
+						  HINT = 'Call the procedure again when the tables are less busy, or with a longer lock_timeout: the conversion resumes where it stopped.';
+			END IF;
+			IF v_failed IS NULL THEN
+				-- the tables changed between the plan and the locks: plan again
+				RAISE NOTICE 'the tables changed while the step waited for its locks, planning it again';
+				CONTINUE steps;
+			END IF;
+			v_rate := least(0.1 * 2 ^ (v_try - 1), 5.0) * (0.5 + random() / 2);
+			RAISE NOTICE 'could not take a lock within lock_timeout (%), retrying in % s (attempt % of %)',
+				v_failed, round(v_rate::numeric, 2), v_try + 1, max_retries + 1;
+			PERFORM pg_sleep(v_rate);
+			COMMIT;
+			PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+		END LOOP;
+		v_try := 0;				-- (attempts count until a step succeeds)
+
+		IF abort THEN
+			RAISE NOTICE 'online conversion of table % undone', tbl;
+			EXIT steps;
+		END IF;
+		EXECUTE format('SELECT * FROM %I.snowflake_online_state WHERE tbl = $1', v_nsp) INTO v_state USING tbl;
+		IF v_state.tbl IS NULL THEN
+			RAISE NOTICE 'column "%" of table % now takes Snowflake ids', col, tbl;
+			EXIT steps;
+		END IF;
+
+		IF v_state.step = 'backfill' THEN
+			CONTINUE steps WHEN stop_after = 'add';
+			RAISE NOTICE 'step 2 of 5, backfill: about % rows in %', v_state.rows_estimated,
+				array_to_string(v_state.backfill_tables::text[], ', ');
+			v_started := clock_timestamp();
+			v_noticed := v_started;
+			v_done0 := v_state.rows_done;
+			WHILE v_state.backfill_table <= cardinality(v_state.backfill_tables) LOOP
+				v_t := v_state.backfill_tables[v_state.backfill_table];
+				EXECUTE format('SELECT * FROM %I._snowflake_online_batches($1, $2, $3)', v_nsp)
+				   INTO v_b USING v_t, v_state.rels::oid[], v_state.atts;
+				v_last := v_state.backfill_after;
+				-- batches in key order, one transaction each, with the position
+				LOOP
+					EXECUTE v_b.range_sql INTO v_n, v_last USING v_state.backfill_after, batch_size;
+					EXIT WHEN v_n = 0;
+					EXECUTE v_b.update_sql USING v_state.backfill_after, v_last;
+					EXECUTE format('UPDATE %I.snowflake_online_state
+									   SET backfill_after = $2, rows_done = rows_done + $3, updated_at = now()
+									 WHERE tbl = $1
+									RETURNING *', v_nsp)
+					   INTO v_state USING tbl, v_last, v_n;
+					COMMIT;
+					PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+					IF clock_timestamp() - v_noticed >= interval '5 s' THEN
+						v_noticed := clock_timestamp();
+						v_rate := (v_state.rows_done - v_done0) / greatest(extract(epoch FROM v_noticed - v_started), 0.001);
+						RAISE NOTICE 'backfill: % of about % rows (% %%), % rows/s, about % s left (table %)',
+							v_state.rows_done, v_state.rows_estimated,
+							round(100.0 * least(v_state.rows_done, v_state.rows_estimated) / greatest(v_state.rows_estimated, 1)),
+							round(v_rate), round(greatest(v_state.rows_estimated - v_state.rows_done, 0) / greatest(v_rate, 1)), v_t;
+					END IF;
+					EXIT WHEN v_n < batch_size;
+				END LOOP;
+				-- the sweep: rows a batch skipped because a writer held them
+				-- and did not update them in the end
+				v_try := 0;
+				LOOP
+					EXECUTE v_b.sweep_sql USING batch_size;
+					GET DIAGNOSTICS v_n = ROW_COUNT;
+					COMMIT;
+					PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+					CONTINUE WHEN v_n > 0;
+					EXECUTE v_b.left_sql INTO v_bool;
+					EXIT WHEN NOT v_bool;
+					v_try := v_try + 1;
+					IF v_try > 600 THEN
+						WHILE EXISTS (SELECT FROM pg_locks l
+										WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory'
+										  AND l.classid = 1936617335 AND l.objid = tbl::oid AND l.objsubid = 1) LOOP
+							PERFORM pg_advisory_unlock(v_key);
+						END LOOP;
+						RAISE EXCEPTION 'rows of table % stayed locked for a minute during the backfill', v_t
+							USING ERRCODE = 'lock_not_available',
+								  HINT = 'Call the procedure again: the conversion resumes where it stopped.';
+					END IF;
+					PERFORM pg_sleep(0.1);
+				END LOOP;
+				EXECUTE format('UPDATE %I.snowflake_online_state
+								   SET backfill_table = backfill_table + 1, backfill_after = NULL, updated_at = now()
+								 WHERE tbl = $1
+								RETURNING *', v_nsp)
+				   INTO v_state USING tbl;
+				COMMIT;
+				PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+			END LOOP;
+			RAISE NOTICE 'backfill: done, % rows in % s', v_state.rows_done - v_done0,
+				round(extract(epoch FROM clock_timestamp() - v_started)::numeric, 1);
+			EXECUTE format('UPDATE %I.snowflake_online_state SET step = ''index'', updated_at = now() WHERE tbl = $1', v_nsp)
+			  USING tbl;
+			COMMIT;
+			PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+		ELSIF v_state.step = 'index' THEN
+			-- the indexes not built yet (or dropped above, invalid)
+			v_pending := '{}';
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''run'')', v_nsp)
+						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
+			LOOP
+				IF v_r.step = 'index'
+				   AND NOT EXISTS (SELECT FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+									WHERE i.indrelid = v_r.rel AND c.relname = v_r.object AND i.indisvalid) THEN
+					v_pending := v_pending || v_r.statement;
+				END IF;
+			END LOOP;
+			EXECUTE format('UPDATE %I.snowflake_online_state
+							   SET step = CASE WHEN $2 = ''{}'' THEN ''validate'' ELSE step END,
+								   pending = $2, updated_at = now()
+							 WHERE tbl = $1', v_nsp)
+			  USING tbl, v_pending;
+			COMMIT;
+			PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+			IF v_pending <> '{}' THEN
+				RAISE NOTICE 'step 3 of 5, index: run these statements, outside any transaction block, then call the procedure again:%',
+					(SELECT string_agg(E'\n' || s || ';', '') FROM unnest(v_pending) AS s)
+					USING HINT = format('In psql: SELECT unnest(pending) FROM snowflake_online_conversions WHERE table_name = %L::regclass \gexec',
+										tbl::text);
+				EXIT steps;
+			END IF;
+		ELSIF v_state.step = 'validate' THEN
+			RAISE NOTICE 'step 4 of 5, validate';
+			-- each validation a transaction of its own: a scan that blocks
+			-- no writer (SHARE UPDATE EXCLUSIVE)
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''run'')', v_nsp)
+						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
+			LOOP
+				CONTINUE WHEN v_r.step <> 'validate';
+				CONTINUE WHEN v_r.object IS NOT NULL
+							  AND EXISTS (SELECT FROM pg_constraint c WHERE c.conrelid = v_r.rel
+											 AND c.conname = v_r.object AND c.convalidated);
+				EXECUTE v_r.statement;
+				COMMIT;
+				PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+			END LOOP;
+			-- every shadow equal to its column, once more (a sweep that finds
+			-- nothing unless rows changed without the trigger)
+			FOREACH v_t IN ARRAY v_state.backfill_tables LOOP
+				EXECUTE format('SELECT * FROM %I._snowflake_online_batches($1, $2, $3)', v_nsp)
+				   INTO v_b USING v_t, v_state.rels::oid[], v_state.atts;
+				LOOP
+					EXECUTE v_b.sweep_sql USING batch_size;
+					GET DIAGNOSTICS v_n = ROW_COUNT;
+					IF v_n > 0 THEN
+						RAISE WARNING '% rows of table % differed from their shadow columns', v_n, v_t
+							USING DETAIL = 'Rows changed without the conversion''s trigger (was it disabled?); they are set again.';
+					END IF;
+					COMMIT;
+					PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+					CONTINUE WHEN v_n > 0;
+					EXECUTE v_b.left_sql INTO v_bool;
+					EXIT WHEN NOT v_bool;
+					PERFORM pg_sleep(0.1);
+				END LOOP;
+			END LOOP;
+			EXECUTE format('UPDATE %I.snowflake_online_state SET step = ''swap'', updated_at = now() WHERE tbl = $1', v_nsp)
+			  USING tbl;
+			COMMIT;
+			PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+		END IF;
+	END LOOP;
+
+	-- every hold of this session (one per call, failed calls included)
+	WHILE EXISTS (SELECT FROM pg_locks l
+					WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory'
+					  AND l.classid = 1936617335 AND l.objid = tbl::oid AND l.objsubid = 1) LOOP
+		PERFORM pg_advisory_unlock(v_key);
+	END LOOP;
+END;
+$online$;
+
+COMMENT ON PROCEDURE snowflake_convert_column_online(regclass, name, integer, interval, integer, text, boolean, boolean, boolean) IS
+'snowflake_convert_column() for big tables: shadow columns, batched backfill, concurrent indexes, a short swap; resumable';

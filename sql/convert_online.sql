@@ -1,0 +1,175 @@
+-- snowflake_convert_column_online(): the refusals (the offline converter's,
+-- with the same SQLSTATEs, and those of the online path), the dry run, a
+-- small conversion stopped and undone, and who may see and change the
+-- state.  Ids are never printed.  The concurrency, interruptions and the
+-- end state against the offline converter's are in TAP test 210.
+SET timezone = 'UTC';
+\set VERBOSITY default
+\set SHOW_CONTEXT never
+
+-- The extension in a schema of its own: the procedure finds it at run time.
+CREATE SCHEMA sfx;
+ALTER EXTENSION snowflake SET SCHEMA sfx;
+GRANT USAGE ON SCHEMA sfx TO PUBLIC;
+SET search_path = public;
+
+CREATE SCHEMA shop;
+CREATE TABLE shop.customers (
+    id serial PRIMARY KEY,
+    region text NOT NULL DEFAULT 'eu',
+    referred_by integer REFERENCES shop.customers,
+    name text,
+    UNIQUE (id, region));
+COMMENT ON COLUMN shop.customers.id IS 'the key';
+CREATE TABLE shop.addresses (
+    id serial PRIMARY KEY,
+    customer_id integer NOT NULL DEFAULT 0,
+    region text NOT NULL,
+    FOREIGN KEY (customer_id, region) REFERENCES shop.customers (id, region) ON DELETE CASCADE);
+CREATE TABLE shop.orders (
+    id bigserial PRIMARY KEY,
+    customer_id integer REFERENCES shop.customers ON DELETE SET NULL,
+    amount integer);
+CREATE INDEX orders_customer_idx ON shop.orders (customer_id DESC, amount) INCLUDE (id) WHERE amount > 0;
+INSERT INTO shop.customers (name, referred_by)
+    SELECT 'c' || g, CASE WHEN g > 1 THEN g - 1 END FROM generate_series(1, 300) g;
+INSERT INTO shop.addresses (customer_id, region) SELECT id, region FROM shop.customers;
+INSERT INTO shop.orders (customer_id, amount) SELECT 1 + g % 300, g FROM generate_series(1, 900) g;
+
+-- The dry run: every statement of every step, changing nothing.
+CALL sfx.snowflake_convert_column_online('shop.customers', dry_run => true);
+SELECT count(*) AS conversions FROM sfx.snowflake_online_conversions;
+
+-- The offline converter's refusals, with its SQLSTATEs.
+\set VERBOSITY sqlstate
+CALL sfx.snowflake_convert_column_online(NULL);
+CALL sfx.snowflake_convert_column_online('shop.customers', batch_size => 0);
+CALL sfx.snowflake_convert_column_online('shop.customers', stop_after => 'swap');
+\set VERBOSITY default
+CREATE VIEW shop.names AS SELECT name FROM shop.customers;
+CALL sfx.snowflake_convert_column_online('shop.names');
+CALL sfx.snowflake_convert_column_online('shop.customers', 'nope');
+CALL sfx.snowflake_convert_column_online('shop.customers', 'name');
+CALL sfx.snowflake_convert_column_online('shop.customers', 'referred_by');
+CREATE VIEW shop.customer_ids AS SELECT id FROM shop.customers;
+CALL sfx.snowflake_convert_column_online('shop.customers');
+DROP VIEW shop.customer_ids;
+CREATE ROLE regress_online_clerk;
+GRANT USAGE ON SCHEMA shop TO regress_online_clerk;
+SET ROLE regress_online_clerk;
+CALL sfx.snowflake_convert_column_online('shop.customers');
+RESET ROLE;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+CALL sfx.snowflake_convert_column_online('shop.customers');
+ROLLBACK;
+-- (in a transaction block, PostgreSQL's own refusal, at the first COMMIT,
+-- before anything has changed)
+BEGIN;
+CALL sfx.snowflake_convert_column_online('shop.customers');
+ROLLBACK;
+SELECT count(*) AS conversions FROM sfx.snowflake_online_conversions;
+
+-- What only the online path refuses, naming the offline function.
+CREATE TABLE shop.events (id serial, day date NOT NULL, PRIMARY KEY (id, day)) PARTITION BY RANGE (day);
+CALL sfx.snowflake_convert_column_online('shop.events');
+CREATE TABLE shop.notes (customer_id integer REFERENCES shop.customers, note text);
+CALL sfx.snowflake_convert_column_online('shop.customers');
+ALTER TABLE shop.notes ADD PRIMARY KEY (note);
+CREATE INDEX notes_expr ON shop.notes ((customer_id % 10));
+CALL sfx.snowflake_convert_column_online('shop.customers');
+DROP INDEX shop.notes_expr;
+ALTER TABLE shop.notes ADD CHECK (customer_id > 0);
+CALL sfx.snowflake_convert_column_online('shop.customers');
+ALTER TABLE shop.notes DROP CONSTRAINT notes_customer_id_check;
+GRANT SELECT (customer_id) ON shop.notes TO regress_online_clerk;
+CALL sfx.snowflake_convert_column_online('shop.customers');
+REVOKE SELECT (customer_id) ON shop.notes FROM regress_online_clerk;
+ALTER TABLE shop.notes ADD COLUMN customer_id_snowflake text;
+CALL sfx.snowflake_convert_column_online('shop.customers');
+DROP TABLE shop.notes;
+
+-- Stopped after the backfill: the state and the view show it, and the
+-- trigger keeps the shadow columns.  (Quietly: the backfill's notices
+-- tell times.)
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('shop.customers', batch_size => 100, stop_after => 'backfill');
+RESET client_min_messages;
+SELECT table_name, column_name, step, rows_done, rows_estimated, percent_done, pending
+  FROM sfx.snowflake_online_conversions;
+SELECT count(*) AS unsynced FROM shop.customers WHERE id_snowflake IS DISTINCT FROM id;
+INSERT INTO shop.orders (customer_id, amount) VALUES (7, 1) RETURNING customer_id_snowflake;
+
+-- Nobody but the table's owner sees or changes its row.
+SET ROLE regress_online_clerk;
+SELECT count(*) AS rows_seen FROM sfx.snowflake_online_state;
+UPDATE sfx.snowflake_online_state SET step = 'swap';
+INSERT INTO sfx.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables)
+VALUES ('shop.customers', 'id', 'swap', '{}', '{}', false, '{}');
+SELECT table_name, step FROM sfx.snowflake_online_conversions;
+RESET ROLE;
+
+-- The next step lists the indexes to build; then undo it all.
+CALL sfx.snowflake_convert_column_online('shop.customers');
+SELECT unnest(pending) FROM sfx.snowflake_online_conversions \gexec
+CALL sfx.snowflake_convert_column_online('shop.customers', stop_after => 'validate');
+SELECT step FROM sfx.snowflake_online_conversions;
+-- A foreign key added meanwhile: the swap refuses, changing nothing.
+CREATE TABLE shop.late (id serial PRIMARY KEY, customer_id integer REFERENCES shop.customers);
+CALL sfx.snowflake_convert_column_online('shop.customers');
+SELECT step FROM sfx.snowflake_online_conversions;
+DROP TABLE shop.late;
+CALL sfx.snowflake_convert_column_online('shop.customers', abort => true, dry_run => true);
+CALL sfx.snowflake_convert_column_online('shop.customers', abort => true);
+CALL sfx.snowflake_convert_column_online('shop.customers', abort => true);
+SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+ WHERE attrelid = 'shop.customers'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum;
+SELECT count(*) AS conversions FROM sfx.snowflake_online_conversions;
+
+-- Then the whole way, and once more: converted already.
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('shop.customers', batch_size => 250);
+SELECT unnest(pending) FROM sfx.snowflake_online_conversions \gexec
+CALL sfx.snowflake_convert_column_online('shop.customers');
+RESET client_min_messages;
+CALL sfx.snowflake_convert_column_online('shop.customers');
+SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef
+ WHERE adrelid = 'shop.customers'::regclass
+   AND adnum = (SELECT attnum FROM pg_attribute WHERE attrelid = 'shop.customers'::regclass AND attname = 'id');
+SELECT c.conrelid::regclass, pg_get_constraintdef(c.oid) FROM pg_constraint c
+ WHERE c.conrelid IN ('shop.customers'::regclass, 'shop.addresses'::regclass, 'shop.orders'::regclass)
+ ORDER BY 1, 2;
+SELECT pg_get_indexdef('shop.orders_customer_idx'::regclass);
+SELECT col_description('shop.customers'::regclass, (SELECT attnum FROM pg_attribute WHERE attrelid = 'shop.customers'::regclass AND attname = 'id'));
+SELECT count(*) AS customers, count(*) FILTER (WHERE id <= 300) AS old_ids FROM shop.customers;
+INSERT INTO shop.customers (name) VALUES ('new') RETURNING id > 300 AS snowflake_id;
+SELECT pg_get_serial_sequence('shop.customers', 'id') AS serial_sequence;
+
+-- An identity: a free-standing sequence of the same name, parameters and
+-- position takes its place, as offline; a serial whose sequence is dropped.
+CREATE TABLE shop.tickets (id integer GENERATED ALWAYS AS IDENTITY (START 100) PRIMARY KEY, note text);
+INSERT INTO shop.tickets (note) SELECT 't' || g FROM generate_series(1, 40) g;
+CREATE TABLE shop.labels (id serial PRIMARY KEY, ticket_id integer REFERENCES shop.tickets);
+INSERT INTO shop.labels (ticket_id) SELECT 100 + g FROM generate_series(0, 39) g;
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('shop.tickets');
+SELECT unnest(pending) FROM sfx.snowflake_online_conversions \gexec
+CALL sfx.snowflake_convert_column_online('shop.tickets');
+CALL sfx.snowflake_convert_column_online('shop.labels', drop_sequence => true);
+SELECT unnest(pending) FROM sfx.snowflake_online_conversions \gexec
+CALL sfx.snowflake_convert_column_online('shop.labels', drop_sequence => true);
+RESET client_min_messages;
+SELECT a.attrelid::regclass, a.attname, format_type(a.atttypid, a.atttypmod), a.attidentity, pg_get_expr(d.adbin, d.adrelid)
+  FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+ WHERE a.attrelid IN ('shop.tickets'::regclass, 'shop.labels'::regclass) AND a.attnum > 0 AND NOT a.attisdropped
+ ORDER BY 1, 2;
+SELECT last_value, is_called FROM shop.tickets_id_seq;
+SELECT to_regclass('shop.labels_id_seq') AS labels_sequence;
+SELECT count(*) AS labels, count(*) FILTER (WHERE t.id IS NOT NULL) AS referencing
+  FROM shop.labels l LEFT JOIN shop.tickets t ON t.id = l.ticket_id;
+
+SET client_min_messages = warning;
+DROP SCHEMA shop CASCADE;
+RESET client_min_messages;
+DROP ROLE regress_online_clerk;
+ALTER EXTENSION snowflake SET SCHEMA public;
+DROP SCHEMA sfx;
