@@ -108,6 +108,28 @@ VALUES ('shop.customers', 'id', 'swap', '{}', '{}', false, '{}');
 SELECT table_name, step FROM sfx.snowflake_online_conversions;
 RESET ROLE;
 
+-- A row that a table's owner wrote by hand cannot steer a more privileged
+-- caller: the clerk's own table, its row naming shop.orders (neither the
+-- clerk's nor referencing the clerk's table).  A superuser's call and its
+-- abort refuse it, and the view lists no statement for it.
+CREATE SCHEMA clerk AUTHORIZATION regress_online_clerk;
+SET ROLE regress_online_clerk;
+CREATE TABLE clerk.items (id serial PRIMARY KEY);
+INSERT INTO sfx.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables)
+VALUES ('clerk.items', 'id', 'index', '{clerk.items,shop.orders}', '{id,customer_id}', false, '{clerk.items,shop.orders}');
+RESET ROLE;
+\set VERBOSITY sqlstate
+CALL sfx.snowflake_convert_column_online('clerk.items');
+CALL sfx.snowflake_convert_column_online('clerk.items', abort => true);
+\set VERBOSITY default
+CALL sfx.snowflake_convert_column_online('clerk.items');
+SELECT table_name, step, pending FROM sfx.snowflake_online_conversions WHERE table_name = 'clerk.items'::regclass;
+SET ROLE regress_online_clerk;
+DELETE FROM sfx.snowflake_online_state WHERE tbl = 'clerk.items'::regclass;
+RESET ROLE;
+DROP SCHEMA clerk CASCADE;
+SELECT table_name FROM sfx.snowflake_online_conversions;
+
 -- The next step lists the indexes to build; then undo it all.
 CALL sfx.snowflake_convert_column_online('shop.customers');
 SELECT unnest(pending) FROM sfx.snowflake_online_conversions \gexec

@@ -562,7 +562,7 @@ COMMENT ON FUNCTION snowflake_convert_sync() IS
 -- the conversion began (the procedure refuses to go on if it changes);
 -- backfill_tables the tables with shadow columns, backfill_table the one
 -- being filled, backfill_after the primary key of its last batch (as
--- text); pending the statements the caller must run (the index step).
+-- text).
 CREATE TABLE snowflake_online_state (
 	tbl regclass PRIMARY KEY,
 	col name NOT NULL,
@@ -575,7 +575,6 @@ CREATE TABLE snowflake_online_state (
 	backfill_after text[],
 	rows_done bigint NOT NULL DEFAULT 0,
 	rows_estimated bigint NOT NULL DEFAULT 0,
-	pending text[] NOT NULL DEFAULT '{}',
 	started_at timestamptz NOT NULL DEFAULT now(),
 	updated_at timestamptz NOT NULL DEFAULT now()
 );
@@ -599,22 +598,6 @@ CREATE POLICY snowflake_online_state_owner ON snowflake_online_state
 	USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE'))
 	WITH CHECK (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE'));
 GRANT SELECT, INSERT, UPDATE, DELETE ON snowflake_online_state TO PUBLIC;
-
--- Conversions in progress, for monitoring: readable by every role (the
--- view runs as its owner, past the policy), as pg_stat_progress_* are; it
--- shows table names, counts and times, and the index statements.
-CREATE VIEW snowflake_online_conversions AS
-	SELECT s.tbl AS table_name, s.col AS column_name, s.step,
-		   s.rows_done, s.rows_estimated,
-		   round(100.0 * least(s.rows_done, s.rows_estimated)
-				 / greatest(s.rows_estimated, 1), 1) AS percent_done,
-		   s.pending, s.started_at, s.updated_at
-	  FROM snowflake_online_state s;
-
-COMMENT ON VIEW snowflake_online_conversions IS
-'online conversions in progress: step, backfill progress, statements to run';
-
-GRANT SELECT ON snowflake_online_conversions TO PUBLIC;
 
 -- The plan: every statement of an online conversion, by step, from the
 -- catalogs as they are (the old columns, indexes and constraints stay in
@@ -1231,6 +1214,130 @@ $fingerprint$;
 COMMENT ON FUNCTION _snowflake_online_fingerprint(oid[]) IS
 'internal to snowflake_convert_column_online(): what its plan depends on, hashed';
 
+-- A state row may be written by the table's owner (see its policy), while
+-- the procedure may run as a more privileged role, a superuser converting
+-- another role's table, and it turns the row's tables and columns into
+-- statements.  So every table the row names must be one the conversion may
+-- touch whoever wrote the row: a (table, column) pair of the closure (a
+-- catalog fact, which the row's writer cannot forge), or a table that the
+-- converted table's owner could alter itself; the first pair is the table
+-- and its column, and the backfilled tables are among them.  Returns what
+-- is wrong, or NULL; with refuse, raises it instead.  (Tables dropped since
+-- are passed over: nothing runs on them.)
+CREATE FUNCTION _snowflake_online_state_problem(tbl regclass, col name, rels regclass[], atts name[],
+												backfill_tables regclass[], nsp name, refuse boolean)
+RETURNS text
+LANGUAGE plpgsql
+STABLE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $problem$
+DECLARE
+	v_rels oid[] := '{}';		-- the closure as the catalogs have it
+	v_atts name[] := '{}';
+	v_bad regclass;
+	v_problem text;
+BEGIN
+	IF rels IS NULL OR atts IS NULL OR backfill_tables IS NULL
+	   OR cardinality(rels) IS DISTINCT FROM cardinality(atts) OR cardinality(rels) = 0
+	   OR rels[1] IS DISTINCT FROM tbl OR atts[1] IS DISTINCT FROM col
+	   OR NOT (backfill_tables <@ rels) THEN
+		v_problem := 'its tables and columns do not start with the table''s own, or do not match';
+	ELSE
+		BEGIN
+			EXECUTE format('SELECT coalesce(array_agg(c.rel::oid), ''{}''), coalesce(array_agg(c.att), ''{}'')
+							  FROM %I._snowflake_convert_fk_closure($1, $2) AS c(rel, att)', nsp)
+			   INTO v_rels, v_atts USING tbl, col;
+		EXCEPTION WHEN undefined_column OR undefined_table OR object_not_in_prerequisite_state
+					   OR wrong_object_type OR feature_not_supported OR insufficient_privilege THEN
+			NULL;				-- (the column is gone: only the owner's rule is left)
+		END;
+		SELECT s.r::regclass INTO v_bad
+		  FROM unnest(rels::oid[], atts) AS s(r, a)
+		  JOIN pg_class c ON c.oid = s.r
+		 WHERE NOT EXISTS (SELECT FROM unnest(v_rels, v_atts) AS k(r, a) WHERE k.r = s.r AND k.a = s.a)
+		   AND NOT pg_has_role((SELECT t.relowner FROM pg_class t WHERE t.oid = tbl), c.relowner, 'USAGE')
+		 LIMIT 1;
+		IF v_bad IS NOT NULL THEN
+			v_problem := format('it names table %s, which neither references the table nor belongs to its owner', v_bad);
+		END IF;
+	END IF;
+	IF refuse AND v_problem IS NOT NULL THEN
+		RAISE EXCEPTION 'the state of the online conversion of table % was not written by the procedure: %', tbl, v_problem
+			USING ERRCODE = 'insufficient_privilege',
+				  HINT = 'The procedure alone writes snowflake_online_state; the table''s owner can delete the row, and drop what the conversion added by hand.';
+	END IF;
+	RETURN v_problem;
+END
+$problem$;
+
+COMMENT ON FUNCTION _snowflake_online_state_problem(regclass, name, regclass[], name[], regclass[], name, boolean) IS
+'internal to snowflake_convert_column_online(): why a state row must not be acted on, or NULL';
+
+-- The index step's statements still to run, from the catalogs.  They are
+-- never stored: what a caller is told to run (the NOTICE, and the view's
+-- column, which the procedure's hint pipes into psql's \gexec) must not
+-- come from a row that another role can write.  NULL when the row fails
+-- the check above or the plan fails (a table changed since).
+CREATE FUNCTION _snowflake_online_pending(tbl regclass, col name, drop_sequence boolean, rels regclass[],
+										  atts name[], backfill_tables regclass[])
+RETURNS text[]
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $pending$
+DECLARE
+	v_nsp name;
+	v_pending text[] := '{}';
+	v_r record;
+	v_bad boolean;
+BEGIN
+	SELECT n.nspname INTO v_nsp
+	  FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+	 WHERE e.extname = 'snowflake';
+	EXECUTE format('SELECT %I._snowflake_online_state_problem($1, $2, $3, $4, $5, $6, false) IS NOT NULL', v_nsp)
+	   INTO v_bad USING tbl, col, rels, atts, backfill_tables, v_nsp;
+	IF v_bad THEN
+		RETURN NULL;
+	END IF;
+	FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''run'')', v_nsp)
+				USING tbl, col, drop_sequence, rels::oid[], atts, v_nsp
+	LOOP
+		IF v_r.step = 'index'
+		   AND NOT EXISTS (SELECT FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+							WHERE i.indrelid = v_r.rel AND c.relname = v_r.object AND i.indisvalid) THEN
+			v_pending := v_pending || v_r.statement;
+		END IF;
+	END LOOP;
+	RETURN v_pending;
+EXCEPTION WHEN object_not_in_prerequisite_state OR feature_not_supported OR undefined_column
+			   OR undefined_table OR wrong_object_type OR insufficient_privilege THEN
+	RETURN NULL;
+END
+$pending$;
+
+COMMENT ON FUNCTION _snowflake_online_pending(regclass, name, boolean, regclass[], name[], regclass[]) IS
+'internal to snowflake_convert_column_online(): the index statements still to run, from the catalogs';
+
+-- Conversions in progress, for monitoring: readable by every role (the
+-- view runs as its owner, past the policy), as pg_stat_progress_* are; it
+-- shows table names, counts and times, and the index statements (computed
+-- from the catalogs, see above).
+CREATE VIEW snowflake_online_conversions AS
+	SELECT s.tbl AS table_name, s.col AS column_name, s.step,
+		   s.rows_done, s.rows_estimated,
+		   round(100.0 * least(s.rows_done, s.rows_estimated)
+				 / greatest(s.rows_estimated, 1), 1) AS percent_done,
+		   CASE WHEN s.step = 'index'
+				THEN _snowflake_online_pending(s.tbl, s.col, s.drop_sequence, s.rels, s.atts, s.backfill_tables)
+				ELSE '{}' END AS pending,
+		   s.started_at, s.updated_at
+	  FROM snowflake_online_state s;
+
+COMMENT ON VIEW snowflake_online_conversions IS
+'online conversions in progress: step, backfill progress, statements to run';
+
+GRANT SELECT ON snowflake_online_conversions TO PUBLIC;
+
 -- One step's transaction, in the caller's: the locks (one LOCK TABLE
 -- statement, in the order of snowflake_convert_column(): the table first,
 -- then the others by name), the hash compared (NULL: not checked), the
@@ -1470,6 +1577,7 @@ DECLARE
 	v_t regclass;
 	v_started timestamptz;
 	v_noticed timestamptz;
+	v_holder record;		-- a session holding a long lock on a table of the step
 	v_done0 bigint;
 	v_rate float8;
 	v_pending text[];
@@ -1533,6 +1641,11 @@ BEGIN
 		RAISE EXCEPTION 'an online conversion of column "%" of table % is in progress', v_state.col, tbl
 			USING ERRCODE = 'object_in_use',
 				  HINT = 'Finish it or abort it first.';
+	END IF;
+	-- (and before each step: see _snowflake_online_state_problem())
+	IF v_state.tbl IS NOT NULL THEN
+		EXECUTE format('SELECT %I._snowflake_online_state_problem($1, $2, $3, $4, $5, $6, true)', v_nsp)
+		   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
 	END IF;
 
 	IF NOT dry_run THEN
@@ -1641,6 +1754,10 @@ BEGIN
 	<<steps>>
 	LOOP
 		EXECUTE format('SELECT * FROM %I.snowflake_online_state WHERE tbl = $1', v_nsp) INTO v_state USING tbl;
+		IF v_state.tbl IS NOT NULL THEN
+			EXECUTE format('SELECT %I._snowflake_online_state_problem($1, $2, $3, $4, $5, $6, true)', v_nsp)
+			   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
+		END IF;
 		-- (the step to do next, from 1, against the last one to do)
 		v_n := coalesce(array_position(ARRAY['backfill', 'index', 'validate', 'swap'], v_state.step::text) + 1, 1);
 		IF NOT abort AND v_n > coalesce(array_position(ARRAY['add', 'backfill', 'index', 'validate'], stop_after), 5) THEN
@@ -1798,6 +1915,40 @@ BEGIN
 		PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 
 		WHILE v_kind IS NOT NULL LOOP
+			-- A session holding a lock on a table of the step that only
+			-- long operations take (SHARE UPDATE EXCLUSIVE and stronger:
+			-- autovacuum, VACUUM, ANALYZE, CREATE INDEX, ...) would make
+			-- every attempt fail: the step waits for its locks for half of
+			-- lock_timeout, and PostgreSQL cancels an autovacuum that
+			-- blocks a lock request only after deadlock_timeout (1 s by
+			-- default).  Such a session is waited out first, holding no
+			-- lock, so that no writer queues behind the step meanwhile;
+			-- a NOTICE every 10 s says who it is.  This wait is no attempt.
+			v_noticed := NULL;
+			LOOP
+				SELECT l.pid, l.mode, l.relation::regclass AS rel,
+					   (SELECT a.backend_type FROM pg_stat_activity a WHERE a.pid = l.pid) AS kind
+				  INTO v_holder
+				  FROM pg_locks l
+				 WHERE l.locktype = 'relation'
+				   AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+				   AND l.relation = ANY (coalesce(v_rels, '{}') || coalesce(v_state.rels::oid[], '{}'))
+				   AND l.granted AND l.pid IS DISTINCT FROM pg_backend_pid()
+				   AND l.mode IN ('ShareUpdateExclusiveLock', 'ShareLock', 'ShareRowExclusiveLock',
+								  'ExclusiveLock', 'AccessExclusiveLock')
+				 LIMIT 1;
+				EXIT WHEN NOT FOUND;
+				IF v_noticed IS NULL OR clock_timestamp() - v_noticed >= interval '10 s' THEN
+					RAISE NOTICE 'waiting for %, which holds % on table %, to finish before taking the locks',
+						CASE WHEN v_holder.pid IS NULL THEN 'a prepared transaction'
+							 ELSE format('process %s (%s)', v_holder.pid, coalesce(v_holder.kind, 'another role''s session')) END,
+						v_holder.mode, v_holder.rel;
+					v_noticed := clock_timestamp();
+				END IF;
+				PERFORM pg_sleep(0.2);
+				COMMIT;
+				PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+			END LOOP;
 			v_try := v_try + 1;
 			v_failed := NULL;
 			BEGIN
@@ -1858,6 +2009,10 @@ BEGIN
 		IF v_state.tbl IS NULL THEN
 			RAISE NOTICE 'column "%" of table % now takes Snowflake ids', col, tbl;
 			EXIT steps;
+		END IF;
+		IF v_state.tbl IS NOT NULL THEN
+			EXECUTE format('SELECT %I._snowflake_online_state_problem($1, $2, $3, $4, $5, $6, true)', v_nsp)
+			   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
 		END IF;
 
 		IF v_state.step = 'backfill' THEN
@@ -1925,6 +2080,10 @@ BEGIN
 				   INTO v_state USING tbl;
 				COMMIT;
 				PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+				IF v_state.tbl IS NOT NULL THEN
+					EXECUTE format('SELECT %I._snowflake_online_state_problem($1, $2, $3, $4, $5, $6, true)', v_nsp)
+					   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
+				END IF;
 			END LOOP;
 			RAISE NOTICE 'backfill: done, % rows in % s', v_state.rows_done - v_done0,
 				round(extract(epoch FROM clock_timestamp() - v_started)::numeric, 1);
@@ -1934,19 +2093,18 @@ BEGIN
 			PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 		ELSIF v_state.step = 'index' THEN
 			-- the indexes not built yet (or dropped above, invalid)
-			v_pending := '{}';
-			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''run'')', v_nsp)
-						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
-			LOOP
-				IF v_r.step = 'index'
-				   AND NOT EXISTS (SELECT FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-									WHERE i.indrelid = v_r.rel AND c.relname = v_r.object AND i.indisvalid) THEN
-					v_pending := v_pending || v_r.statement;
-				END IF;
-			END LOOP;
+			EXECUTE format('SELECT %I._snowflake_online_pending($1, $2, $3, $4, $5, $6)', v_nsp)
+			   INTO v_pending
+			  USING tbl, v_state.col, v_state.drop_sequence, v_state.rels, v_state.atts, v_state.backfill_tables;
+			IF v_pending IS NULL THEN
+				RAISE EXCEPTION 'the indexes of the online conversion of table % could not be planned', tbl
+					USING ERRCODE = 'object_not_in_prerequisite_state',
+						  DETAIL = 'A table or column of the conversion changed since it began.',
+						  HINT = format('Undo the conversion with CALL snowflake_convert_column_online(%L, %L, abort => true), then start it again.', tbl::text, v_state.col);
+			END IF;
 			EXECUTE format('UPDATE %I.snowflake_online_state
 							   SET step = CASE WHEN $2 = ''{}'' THEN ''validate'' ELSE step END,
-								   pending = $2, updated_at = now()
+								   updated_at = now()
 							 WHERE tbl = $1', v_nsp)
 			  USING tbl, v_pending;
 			COMMIT;

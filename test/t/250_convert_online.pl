@@ -412,7 +412,7 @@ $db = fresh();
 ($ret, $err) = call_online($db, '');
 $node->safe_psql($db,
 	"SELECT unnest(pending) FROM snowflake_online_conversions WHERE table_name = 'customers'::regclass \\gexec");
-$release = hold($db, 'LOCK TABLE orders IN SHARE UPDATE EXCLUSIVE MODE;');
+$release = hold($db, 'LOCK TABLE orders IN ROW EXCLUSIVE MODE;');
 $call = start_call($db, "CALL snowflake_convert_column_online('customers', lock_timeout => '5min')");
 like(cancel_call($db, $call), qr/canceling statement due to user request/, 'validate: cancelled');
 is(state_step($db), 'validate', 'validate: still there');
@@ -451,6 +451,31 @@ $release->();
 ($ret, $err) = call_online($db, '');
 is($ret, 0, 'swap: resumed after the refusal');
 same_end($db, 'swap refused, resumed');
+
+# a session holding SHARE UPDATE EXCLUSIVE (what autovacuum, VACUUM and
+# ANALYZE take) when the swap begins: the swap waits for it to finish,
+# holding no lock, instead of failing its attempts (autovacuum is cancelled
+# for a waiting lock only after deadlock_timeout, longer than a step waits)
+$db = fresh();
+($ret, $err) = call_online($db, '');
+$node->safe_psql($db,
+	"SELECT unnest(pending) FROM snowflake_online_conversions WHERE table_name = 'customers'::regclass \\gexec");
+$release = hold($db, 'LOCK TABLE orders IN SHARE UPDATE EXCLUSIVE MODE;');
+$call = start_call($db, "CALL snowflake_convert_column_online('customers', lock_timeout => '100ms', max_retries => 0)");
+$node->poll_query_until($db,
+	q{SELECT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'online_call' AND wait_event = 'PgSleep')})
+  or die 'the call never waited';
+# (a few rounds of its wait, each of which would have been an attempt)
+usleep(1_500_000);
+is($node->safe_psql($db, q{SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+	 WHERE a.application_name = 'online_call' AND l.locktype = 'relation' AND l.relation = 'customers'::regclass}),
+	'0', 'long lock: the swap holds and requests no lock on the table while it waits');
+$release->();
+$call->{h}->finish;
+like($call->{err}, qr/NOTICE:  waiting for process \d+ \(client backend\), which holds ShareUpdateExclusiveLock on table orders, to finish/,
+	'long lock: the swap said whom it waited for');
+unlike($call->{err}, qr/ERROR/, 'long lock: the swap succeeded once the lock was let go, with no attempt to spare');
+same_end($db, 'long lock waited out');
 
 # an immediate restart in the middle of the backfill
 $db = fresh();
