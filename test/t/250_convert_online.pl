@@ -472,7 +472,7 @@ is($node->safe_psql($db, q{SELECT count(*) FROM pg_locks l JOIN pg_stat_activity
 	'0', 'long lock: the swap holds and requests no lock on the table while it waits');
 $release->();
 $call->{h}->finish;
-like($call->{err}, qr/NOTICE:  waiting for process \d+ \(client backend\), which holds ShareUpdateExclusiveLock on table orders, to finish/,
+like($call->{err}, qr/NOTICE:  waiting for process \d+ \(client backend\), which holds ShareUpdateExclusiveLock on table public.orders, to finish/,
 	'long lock: the swap said whom it waited for');
 unlike($call->{err}, qr/ERROR/, 'long lock: the swap succeeded once the lock was let go, with no attempt to spare');
 same_end($db, 'long lock waited out');
