@@ -477,14 +477,20 @@ like($call->{err}, qr/NOTICE:  waiting for process \d+ \(client backend\), which
 unlike($call->{err}, qr/ERROR/, 'long lock: the swap succeeded once the lock was let go, with no attempt to spare');
 same_end($db, 'long lock waited out');
 
-# an immediate restart in the middle of the backfill
+# an immediate restart in the middle of the backfill: held there by a row
+# that a session keeps locked, which the batches skip and the sweep waits
+# for (without it, a busy machine's poll could miss a backfill of seconds)
 $db = fresh();
+$release = hold($db, 'SELECT id FROM customers WHERE id = 777 FOR UPDATE;');
 $call = start_call($db, "CALL snowflake_convert_column_online('customers', batch_size => 20)");
 $node->poll_query_until($db,
-	q{SELECT EXISTS (SELECT FROM snowflake_online_state WHERE step = 'backfill' AND rows_done > 0)})
+	q{SELECT EXISTS (SELECT FROM snowflake_online_state WHERE step = 'backfill' AND rows_done >= 5000)
+	  AND EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'online_call' AND wait_event = 'PgSleep')})
   or die 'no backfill seen';
 $node->stop('immediate');
 $call->{h}->finish;
+# (the holder's session died with the server)
+$release->();
 $node->start;
 my ($step, $done) = split /\|/,
   $node->safe_psql($db, 'SELECT step, rows_done FROM snowflake_online_state');
