@@ -131,8 +131,14 @@ sub hold
 		usleep(20_000);
 	}
 	die "the holder did not get its locks: $err" unless $out =~ /held/;
-	# (the release runs $more first, in the same transaction)
-	return sub { my ($more) = @_; $in .= ($more // '') . "\nCOMMIT;\n\\q\n"; $h->finish; };
+	# (the release runs $more first, in the same transaction; with $gone,
+	# the session died with the server, and its psql is stopped)
+	return sub {
+		my ($more, $gone) = @_;
+		return $h->kill_kill if $gone;
+		$in .= ($more // '') . "\nCOMMIT;\n\\q\n";
+		$h->finish;
+	};
 }
 
 sub start_call
@@ -490,7 +496,7 @@ $node->poll_query_until($db,
 $node->stop('immediate');
 $call->{h}->finish;
 # (the holder's session died with the server)
-$release->();
+$release->(undef, 1);
 $node->start;
 my ($step, $done) = split /\|/,
   $node->safe_psql($db, 'SELECT step, rows_done FROM snowflake_online_state');
