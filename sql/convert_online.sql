@@ -159,6 +159,7 @@ SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef
    AND adnum = (SELECT attnum FROM pg_attribute WHERE attrelid = 'shop.customers'::regclass AND attname = 'id');
 SELECT c.conrelid::regclass, pg_get_constraintdef(c.oid) FROM pg_constraint c
  WHERE c.conrelid IN ('shop.customers'::regclass, 'shop.addresses'::regclass, 'shop.orders'::regclass)
+   AND c.contype <> 'n'   -- (NOT NULL, in pg_constraint from PostgreSQL 18)
  ORDER BY 1, 2;
 SELECT pg_get_indexdef('shop.orders_customer_idx'::regclass);
 SELECT col_description('shop.customers'::regclass, (SELECT attnum FROM pg_attribute WHERE attrelid = 'shop.customers'::regclass AND attname = 'id'));
