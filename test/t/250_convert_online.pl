@@ -484,9 +484,11 @@ unlike($call->{err}, qr/ERROR/, 'long lock: the swap succeeded once the lock was
 same_end($db, 'long lock waited out');
 
 # an immediate restart in the middle of the backfill: held there by a row
-# that a session keeps locked, which the batches skip and the sweep waits
-# for (without it, a busy machine's poll could miss a backfill of seconds)
+# that a session keeps locked from after the add step (whose locks it would
+# block), which the batches skip and the sweep waits for (without it, a
+# busy machine's poll could miss a backfill of seconds)
 $db = fresh();
+call_online($db, ", stop_after => 'add'");
 $release = hold($db, 'SELECT id FROM customers WHERE id = 777 FOR UPDATE;');
 $call = start_call($db, "CALL snowflake_convert_column_online('customers', batch_size => 20)");
 $node->poll_query_until($db,
