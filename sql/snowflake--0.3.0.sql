@@ -2439,6 +2439,27 @@ $batches$;
 COMMENT ON FUNCTION _snowflake_online_batches(regclass, oid[], name[]) IS
 'internal to snowflake_convert_column_online(): the backfill''s statements for a table';
 
+-- Lets go of every hold this session has of a table's conversion lock (a
+-- session-level advisory lock counts up when taken again), checking first,
+-- as pg_advisory_unlock() warns about a lock not held.
+CREATE FUNCTION _snowflake_online_unlock(tbl regclass)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE STRICT SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $unlock$
+BEGIN
+	WHILE EXISTS (SELECT FROM pg_locks l
+				   WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory'
+					 AND l.classid = 1936617335 AND l.objid = tbl::oid AND l.objsubid = 1) LOOP
+		PERFORM pg_advisory_unlock((1936617335::bigint << 32) | tbl::oid::bigint);
+	END LOOP;
+END
+$unlock$;
+
+COMMENT ON FUNCTION _snowflake_online_unlock(regclass) IS
+'internal to snowflake_convert_column_online(): lets go of the session''s conversion lock of a table';
+
 -- snowflake_convert_column_online(): the steps, each in transactions of its
 -- own, from wherever the state row says the conversion is.  Every step that
 -- takes a lock blocking writers (add, the new foreign keys, the swap,
@@ -2654,21 +2675,13 @@ BEGIN
 		END IF;
 	EXCEPTION WHEN OTHERS THEN
 		IF NOT dry_run THEN
-			WHILE EXISTS (SELECT FROM pg_locks l
-							WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory'
-							  AND l.classid = 1936617335 AND l.objid = tbl::oid AND l.objsubid = 1) LOOP
-				PERFORM pg_advisory_unlock(v_key);
-			END LOOP;
+			EXECUTE format('SELECT %I._snowflake_online_unlock($1)', v_nsp) USING tbl;
 		END IF;
 		RAISE;
 	END;
 	IF v_stop THEN
 		IF NOT dry_run THEN
-			WHILE EXISTS (SELECT FROM pg_locks l
-							WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory'
-							  AND l.classid = 1936617335 AND l.objid = tbl::oid AND l.objsubid = 1) LOOP
-				PERFORM pg_advisory_unlock(v_key);
-			END LOOP;
+			EXECUTE format('SELECT %I._snowflake_online_unlock($1)', v_nsp) USING tbl;
 		END IF;
 		RETURN;
 	END IF;
@@ -2904,11 +2917,7 @@ BEGIN
 				EXIT;
 			END IF;
 			IF v_try > max_retries THEN
-				WHILE EXISTS (SELECT FROM pg_locks l
-								WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory'
-								  AND l.classid = 1936617335 AND l.objid = tbl::oid AND l.objsubid = 1) LOOP
-					PERFORM pg_advisory_unlock(v_key);
-				END LOOP;
+				EXECUTE format('SELECT %I._snowflake_online_unlock($1)', v_nsp) USING tbl;
 				RAISE EXCEPTION 'could not take the locks of the online conversion of table % within lock_timeout, % times', tbl, v_try
 					USING ERRCODE = 'lock_not_available',
 						  DETAIL = format('Last: %s.', coalesce(v_failed, 'the tables changed while the step waited for its locks')),
@@ -2989,11 +2998,7 @@ BEGIN
 					EXIT WHEN NOT v_bool;
 					v_try := v_try + 1;
 					IF v_try > 600 THEN
-						WHILE EXISTS (SELECT FROM pg_locks l
-										WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory'
-										  AND l.classid = 1936617335 AND l.objid = tbl::oid AND l.objsubid = 1) LOOP
-							PERFORM pg_advisory_unlock(v_key);
-						END LOOP;
+						EXECUTE format('SELECT %I._snowflake_online_unlock($1)', v_nsp) USING tbl;
 						RAISE EXCEPTION 'rows of table % stayed locked for a minute during the backfill', v_t
 							USING ERRCODE = 'lock_not_available',
 								  HINT = 'Call the procedure again: the conversion resumes where it stopped.';
@@ -3086,11 +3091,7 @@ BEGIN
 	END LOOP;
 
 	-- every hold of this session (one per call, failed calls included)
-	WHILE EXISTS (SELECT FROM pg_locks l
-					WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory'
-					  AND l.classid = 1936617335 AND l.objid = tbl::oid AND l.objsubid = 1) LOOP
-		PERFORM pg_advisory_unlock(v_key);
-	END LOOP;
+	EXECUTE format('SELECT %I._snowflake_online_unlock($1)', v_nsp) USING tbl;
 END;
 $online$;
 
