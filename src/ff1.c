@@ -130,6 +130,12 @@ ff1_pow(int radix, int m)
 	return p;
 }
 
+/*
+ * FF1.Encrypt and FF1.Decrypt (SP 800-38G, Algorithms 7 and 8) as one
+ * function over 170 lines: the two differ only in the direction of the
+ * rounds, and kept whole, in the standard's order of steps, it reads
+ * against the standard line by line.
+ */
 static Ff1Result
 ff1_crypt(const Ff1Key *key, bool encrypt, int radix,
 		  const unsigned char *tweak, int t, const unsigned char *in, int n,

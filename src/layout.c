@@ -240,6 +240,12 @@ lay_name_ok(const char *name)
 #define LAY_FAIL(...) \
 	do { *error = psprintf(__VA_ARGS__); return false; } while (0)
 
+/*
+ * Over 80 lines, as one loop over the items: the grammar (each item once,
+ * the node parts together, the sequence before or after them) is a few
+ * flags that every item reads, and split up it would be spread over
+ * functions passing them all around.
+ */
 bool
 SnowflakeParseLayout(const char *text, int64 default_epoch_ms,
 					 SnowflakeLayout *layout, char **error)
