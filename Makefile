@@ -2,8 +2,8 @@ EXTENSION = snowflake
 EXTVERSION = 0.3.0
 
 MODULE_big = snowflake
-OBJS = src/snowflake.o src/layout.o src/decision.o src/generator.o src/mark.o \
-	src/worker.o src/lease.o src/functions.o src/uuidv7.o \
+OBJS = src/snowflake.o src/layout.o src/decision.o src/config.o src/generator.o src/mark.o \
+	src/markwriter.o src/lease.o src/functions.o src/uuidv7.o \
 	src/ff1.o src/idtext.o src/publicid.o src/convert.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
@@ -57,12 +57,12 @@ include $(PGXS)
 # each on servers of its own (after PGXS, which sets it empty).
 PROVE_FLAGS = -j3 --timer
 
-$(UNIT_TEST): test/unit/decision_test.c src/decision.c src/decision.h src/layout.h
-	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(includedir_server) -I$(includedir) \
+$(UNIT_TEST): test/unit/decision_test.c test/unit/unit.h src/decision.c src/decision.h src/layout.h
+	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(srcdir)/test/unit -I$(includedir_server) -I$(includedir) \
 		-o $@ test/unit/decision_test.c src/decision.c -L$(pkglibdir) -lpgcommon -lpgport -lm
 
-$(FF1_TEST): test/unit/ff1_test.c src/ff1.c src/ff1.h src/idtext.c src/idtext.h
-	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(includedir_server) -I$(includedir) \
+$(FF1_TEST): test/unit/ff1_test.c test/unit/unit.h src/ff1.c src/ff1.h src/idtext.c src/idtext.h
+	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(srcdir)/test/unit -I$(includedir_server) -I$(includedir) \
 		-o $@ test/unit/ff1_test.c src/ff1.c src/idtext.c -L$(pkglibdir) -lpgcommon -lpgport -lcrypto -lm
 
 .PHONY: unitcheck

@@ -31,7 +31,8 @@
  * - the clock further back: a clock step backwards (or one while the
  *   server was down), waited out up to the tolerance, refused beyond.
  *
- * An id to issue must then lie in the layout's lifetime and below the mark.
+ * An id to issue must then lie in the layout's lifetime, below the lease's
+ * horizon, and below the mark.
  */
 void
 GenDecide(const GenSituation *s, GenDecision *d)
@@ -76,8 +77,26 @@ GenDecide(const GenSituation *s, GenDecision *d)
 
 	if (d->tick > SnowflakeMaxTick(layout))
 		d->outcome = GEN_REFUSE_RANGE;
+	else if (d->tick >= s->horizon_tick)
+		d->outcome = GEN_NEED_HORIZON;
 	else if (d->tick >= s->mark_tick)
 		d->outcome = GEN_NEED_MARK;
 	else
 		d->outcome = GEN_ISSUE;
+}
+
+bool
+GenLayoutFollows(const SnowflakeLayout *old, const SnowflakeLayout *new, int64 mark_ms)
+{
+	int64		old_last = GenFirstTickAt(old, mark_ms) - 1;
+	int64		new_first = GenFirstTickAt(new, mark_ms);
+
+	if (old_last < 0)
+		return true;			/* nothing was issued under the old one */
+	if (old_last > SnowflakeMaxTick(old) || new_first < 0 ||
+		new_first > SnowflakeMaxTick(new))
+		return false;
+	return SnowflakeCompose(new, new_first, 0, 0) >
+		SnowflakeCompose(old, old_last, SnowflakeMaxNode(old),
+						 SnowflakeMaxSequence(old));
 }

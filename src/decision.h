@@ -9,9 +9,12 @@
  * next or above, and next only grows.  When a tick's sequence is used up,
  * next becomes sequence 0 of the following tick.
  *
- * Nothing here reads the clock, shared memory or a setting: the generator
- * (generator.c) gathers a GenSituation, and the unit test
- * (test/unit/decision_test.c) builds them by the million.
+ * Nothing here reads the clock, shared memory or a setting, and nothing
+ * takes a lock: the generator (generator.c) gathers a GenSituation under
+ * its node's lock, and the unit test (test/unit/decision_test.c) builds
+ * them by the million.  The tick, mark and limit helpers below are the
+ * generator's own rules, shared with the unit test and the lease client so
+ * that each is written once.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,8 +31,10 @@ typedef enum GenOutcome
 								 * next one */
 	GEN_WAIT_CLOCK,				/* the next id lies ahead of the clock, by no
 								 * more than the tolerance: wait for it */
-	GEN_NEED_MARK,				/* d->tick is not below the high-water mark:
-								 * extend the mark first */
+	GEN_NEED_HORIZON,			/* d->tick is not below the lease's horizon:
+								 * the lease client must extend it first */
+	GEN_NEED_MARK,				/* d->tick is below the horizon but not below
+								 * the high-water mark: extend the mark first */
 	GEN_REFUSE_ROLLBACK,		/* the clock moved back beyond the tolerance */
 	GEN_REFUSE_RANGE			/* the clock or the tick lies outside the
 								 * layout's lifetime */
@@ -45,6 +50,8 @@ typedef struct GenSituation
 	bool		restarted;		/* next is the floor found at start-up, and
 								 * nothing was issued since */
 	int64		mark_tick;		/* ids are issued only in ticks below it */
+	int64		horizon_tick;	/* and below this one (a lease's horizon;
+								 * past the last tick without a lease) */
 	int64		max_borrow_ms;	/* how far ahead of the clock a tick may be */
 	int64		tolerance_ms;	/* how far back a clock step is waited out */
 } GenSituation;
@@ -52,11 +59,18 @@ typedef struct GenSituation
 typedef struct GenDecision
 {
 	GenOutcome	outcome;
-	int64		tick;			/* GEN_ISSUE, GEN_NEED_MARK: the tick */
+	int64		tick;			/* GEN_ISSUE, GEN_NEED_*: the tick */
 	uint64		first;			/* GEN_ISSUE: the first id to issue */
 	bool		borrowed;		/* GEN_ISSUE: the tick is ahead of the clock */
 	int64		wait_until_ms;	/* GEN_WAIT_*: until the clock reads this */
-	int64		behind_ms;		/* GEN_REFUSE_ROLLBACK: by how much */
+
+	/*
+	 * GEN_WAIT_CLOCK and GEN_REFUSE_ROLLBACK: how far the clock is behind
+	 * clock_then_ms.  Above the tolerance it refuses; above 0 the wait is a
+	 * rollback waited out (the generator counts it); 0 or less, the clock
+	 * is behind a floor or a borrowed tick, not behind itself.
+	 */
+	int64		behind_ms;
 } GenDecision;
 
 extern void GenDecide(const GenSituation *s, GenDecision *d);
@@ -105,5 +119,47 @@ GenAfter(const SnowflakeLayout *layout, uint64 first, int64 count)
 		return GenStartOfTick(layout, first, GenTickOf(layout, first) + 1);
 	return first + (uint64) count * (uint64) SnowflakeSequenceStep(layout);
 }
+
+/*
+ * The common path stops this share of snowflake.mark_interval_ms short of
+ * a limit (the mark, a lease's horizon), so that at full load the limit is
+ * extended before any call gets there.
+ */
+#define GEN_FAST_MARGIN_DIVISOR	4
+
+static inline int64
+GenFastLimitMs(int64 limit_ms, int64 interval_ms)
+{
+	return limit_ms - interval_ms / GEN_FAST_MARGIN_DIVISOR;
+}
+
+/* The first tick that starts at or after unix_ms. */
+static inline int64
+GenFirstTickAt(const SnowflakeLayout *layout, int64 unix_ms)
+{
+	int64		tick = SnowflakeTickOf(layout, unix_ms);
+
+	return SnowflakeTickStart(layout, tick) < unix_ms ? tick + 1 : tick;
+}
+
+/*
+ * The first tick at or after unix_ms, within 0 .. the layout's last tick + 1:
+ * a tick past the end is never below a mark, so no id past the end is
+ * issued without the range check of GenDecide.
+ */
+static inline int64
+GenLimitTick(const SnowflakeLayout *layout, int64 unix_ms)
+{
+	int64		tick = GenFirstTickAt(layout, unix_ms);
+
+	return Min(Max(tick, 0), SnowflakeMaxTick(layout) + 1);
+}
+
+/*
+ * Would ids issued from mark_ms on under layout new sort above every id
+ * layout old issued below it?
+ */
+extern bool GenLayoutFollows(const SnowflakeLayout *old, const SnowflakeLayout *new,
+							 int64 mark_ms);
 
 #endif							/* SNOWFLAKE_DECISION_H */

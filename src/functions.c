@@ -16,8 +16,10 @@
 #include "utils/fmgrprotos.h"
 #include "utils/timestamp.h"
 
+#include "config.h"
+#include "generator.h"
+#include "layout.h"
 #include "lease.h"
-#include "snowflake.h"
 
 PG_FUNCTION_INFO_V1(snowflake_nextval);
 PG_FUNCTION_INFO_V1(snowflake_nextval_shard);
@@ -103,12 +105,40 @@ fn_stats_tupdesc(FunctionCallInfo fcinfo, int max_columns)
 	return tupdesc;
 }
 
+/*
+ * Reserve ids (GeneratorReserve), running the lease's waits when the
+ * generator asks for them: the one place that puts the two together.
+ */
+static int64
+fn_reserve(int32 node_value, int64 count, bool may_borrow, const char *caller,
+		   int64 *reserved)
+{
+	for (;;)
+	{
+		int64		first;
+		int64		until_ms;
+
+		switch (GeneratorReserve(node_value, count, may_borrow, caller, &first,
+								 reserved, &until_ms))
+		{
+			case GENERATOR_ISSUED:
+				return first;
+			case GENERATOR_CLOSED:
+				LeaseAwaitWorker(caller);	/* throws unless a lease came */
+				break;
+			case GENERATOR_NEEDS_HORIZON:
+				LeaseAwaitHorizon(until_ms, caller);
+				break;
+		}
+	}
+}
+
 Datum
 snowflake_nextval(PG_FUNCTION_ARGS)
 {
 	int64		reserved;
 
-	PG_RETURN_INT64(GeneratorReserve(-1, 1, true, "snowflake_nextval()", &reserved));
+	PG_RETURN_INT64(fn_reserve(-1, 1, true, "snowflake_nextval()", &reserved));
 }
 
 /* An id of a logical shard (Instagram's pattern) listed in snowflake.shards */
@@ -122,7 +152,7 @@ snowflake_nextval_shard(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("shard must not be negative")));
-	PG_RETURN_INT64(GeneratorReserve(shard, 1, true, "snowflake_nextval(integer)", &reserved));
+	PG_RETURN_INT64(fn_reserve(shard, 1, true, "snowflake_nextval(integer)", &reserved));
 }
 
 /*
@@ -165,9 +195,9 @@ snowflake_nextval_batch(PG_FUNCTION_ARGS)
 		SRF_RETURN_DONE(funcctx);
 
 	if (state->in_block == 0)
-		state->next_id = GeneratorReserve(-1, state->remaining, false,
-										  "snowflake_nextval_batch(integer)",
-										  &state->in_block);
+		state->next_id = fn_reserve(-1, state->remaining, false,
+									"snowflake_nextval_batch(integer)",
+									&state->in_block);
 	id = state->next_id;
 	state->next_id += state->step;
 	state->in_block--;
@@ -326,7 +356,7 @@ snowflake_stats(PG_FUNCTION_ARGS)
 
 	GeneratorGetStats(&stats);
 	LeaseGetInfo(&lease);
-	worker = SnowflakeLeases() ? GeneratorWorkerValue() : snowflake_worker_id;
+	worker = LeaseOn() ? GeneratorWorkerValue() : snowflake_worker_id;
 
 	/* with leases: the worker id held now, NULL while none is */
 	values[0] = Int32GetDatum(worker);
@@ -344,7 +374,7 @@ snowflake_stats(PG_FUNCTION_ARGS)
 	nulls[9] = (stats.mark_ms == 0);
 	values[10] = Int64GetDatum(stats.mark_writes);
 	values[11] = Int64GetDatum(stats.startup_wait_ms);
-	values[12] = TimestampTzGetDatum(stats.started_at);
+	values[12] = TimestampTzGetDatum(stats.stats_since);
 	values[13] = Int64GetDatum(stats.backend_mark_writes);
 	values[14] = Int64GetDatum(stats.mark_waits);
 	values[15] = CStringGetTextDatum(lease.state);

@@ -14,13 +14,15 @@
  * compare-and-swap, when the clock has reached next's tick and that tick is
  * well below the mark; a lost race retries.  Everything else (the sequence
  * used up, the clock behind, borrowed ticks, a tick near or past the mark,
- * a problem found at start-up) goes to the slow path, which takes the
- * node's LWLock, reads next again, lets GenDecide choose, and moves next
- * with the same compare-and-swap.  Every wait happens with nothing held.
+ * a problem found at start-up) goes to the slow path: it takes the node's
+ * LWLock, reads next again, lets GenDecide choose, moves next with the same
+ * compare-and-swap when the choice is to issue, releases the lock, and
+ * then acts on the choice (wait, write the mark, refuse, or tell the
+ * caller).  Every wait happens with nothing held.
  *
  * Ids are issued only below the durable high-water mark (mark.c), a time
  * some snowflake.mark_interval_ms ahead of the clock, one for all nodes.
- * The mark writer (worker.c, a background worker) extends it ahead of the
+ * The mark writer (markwriter.c, a background worker) extends it ahead of the
  * clock while ids are being issued, so the common path never waits for a
  * disk.  A call that gets near the mark wakes the writer; a call that
  * reaches it waits for a write on a condition variable (cancellable), or
@@ -29,15 +31,26 @@
  * At start-up the mark found on disk becomes the floor of every node; a
  * clean shutdown records the exact last tick.
  *
+ * With a lease, the worker id's node carries limits the lease client
+ * publishes (generator.h): ids are issued only while the lease is valid on
+ * the monotonic clock, and below its horizon.  The generator checks them on
+ * the slow path and answers GENERATOR_CLOSED or GENERATOR_NEEDS_HORIZON;
+ * it never calls the lease client.
+ *
  * Statistics cost the common path nothing it does not already do: the ids
  * of a node are those counted when its next left a tick, plus the sequence
- * of next.  Everything else is counted on the slow path.
+ * of next.  Everything else is counted on the slow path.  A reader sums
+ * them without stopping the calls, so a count read during a call may lack
+ * that call's ids (at most a tick's worth per node).
+ *
+ * Locks (generator.h has the summary): a node's LWLock guards the
+ * slow-path fields of GenNode; retained_lock guards the retained marks;
+ * mutex guards the mark writer's latch only.  Locks are taken in the order
+ * node, then retained_lock; mutex is never held with another.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-
-#include <time.h>
 
 #include "access/xlog.h"
 #include "miscadmin.h"
@@ -48,15 +61,22 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
 #include SNOWFLAKE_WAIT_EVENT_HEADER
 #include SNOWFLAKE_XLOG_RECOVERY_HEADER
+#include "clock.h"
+#include "config.h"
 #include "decision.h"
-#include "lease.h"
+#include "generator.h"
 #include "mark.h"
 #include "snowflake.h"
+
+int			snowflake_rollback_tolerance_ms = 5;
+int			snowflake_mark_interval_ms = 1000;
+int			snowflake_max_borrow_ms = 0;
 
 /* Why the generator refuses to issue ids, decided when the mark is loaded */
 typedef enum GeneratorProblem
@@ -68,9 +88,9 @@ typedef enum GeneratorProblem
 
 /*
  * next of a node that issues nothing: the worker id while no lease is
- * held.  Never an id (ids are positive, or at most 2^63 + ... past the last
- * tick), and its tick lies ahead of every clock, so the common path leaves
- * it to the slow path.
+ * held.  Never an id (every id is a positive bigint; this word is -1 as
+ * one), and its tick lies past every layout's last tick, ahead of every
+ * clock, so the common path leaves the node to the slow path.
  */
 #define GEN_CLOSED	PG_UINT64_MAX
 
@@ -86,6 +106,8 @@ typedef struct GenNode
 
 	/* with a lease: ids are issued below this tick only (the horizon) */
 	pg_atomic_uint64 hard_tick;
+	/* and while the monotonic clock (us) is below this; else PG_UINT64_MAX */
+	pg_atomic_uint64 valid_until_us;
 
 	/* the slow path's, under lock */
 	LWLock	   *lock;
@@ -133,11 +155,9 @@ typedef struct GeneratorState
 									 * counters) */
 	pg_atomic_uint64 mark_waits;
 
-	slock_t		mutex;			/* guards the three fields below, and
-								 * retained */
-	Latch	   *worker_latch;	/* the mark writer's, while it runs */
-	int			worker_pid;
-	bool		logged_no_worker;
+	slock_t		mutex;			/* guards the two fields below */
+	Latch	   *writer_latch;	/* the mark writer's, while it runs */
+	bool		logged_no_writer;
 
 	/* set once recovery is over and every node's floor raised past it */
 	pg_atomic_uint32 recovery_floor_done;
@@ -157,8 +177,10 @@ typedef struct GeneratorState
 
 	/*
 	 * Marks of node values this server no longer issues for, kept; under
-	 * mutex once the server runs (a lease moving to another value adds one)
+	 * retained_lock once the server runs (a lease moving to another value
+	 * adds one)
 	 */
+	LWLock	   *retained_lock;
 	int			nretained;
 	SnowflakeMarkEntry retained[SNOWFLAKE_MARK_MAX_RETAINED];
 } GeneratorState;
@@ -173,16 +195,14 @@ typedef enum GenWait
 {
 	GEN_WAIT_NEXT_TICK,
 	GEN_WAIT_CLOCK_CATCH_UP,
-	GEN_WAIT_MARK_WRITE,
-	GEN_WAIT_WORKER_MAIN
+	GEN_WAIT_MARK_WRITE
 } GenWait;
 
 static uint32
 gen_wait_event(GenWait which)
 {
 	static const char *const names[] = {
-		"SnowflakeNextTick", "SnowflakeClockCatchUp", "SnowflakeMarkWrite",
-		"SnowflakeMarkWriterMain"
+		"SnowflakeNextTick", "SnowflakeClockCatchUp", "SnowflakeMarkWrite"
 	};
 	static uint32 events[lengthof(names)];
 
@@ -203,15 +223,7 @@ GeneratorShmemRequest(void)
 {
 	RequestAddinShmemSpace(gen_shmem_size());
 	RequestNamedLWLockTranche("snowflake_nodes", GEN_NODE_LOCKS);
-}
-
-int64
-GeneratorClockMs(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	RequestNamedLWLockTranche("snowflake_retained", 1);
 }
 
 static inline GenNode *
@@ -220,42 +232,27 @@ gen_node(int index)
 	return &((GenNodePadded *) gen_nodes)[index].node;
 }
 
-/* The first tick that starts at or after unix_ms. */
-static int64
-gen_first_tick_at(const SnowflakeLayout *layout, int64 unix_ms)
+/* The first tick at or after unix_ms, as a limit (decision.h). */
+static inline int64
+gen_limit_tick(int64 unix_ms)
 {
-	int64		tick = SnowflakeTickOf(layout, unix_ms);
-
-	return SnowflakeTickStart(layout, tick) < unix_ms ? tick + 1 : tick;
+	return GenLimitTick(&snowflake_layout, unix_ms);
 }
 
 /*
- * The first tick at or after unix_ms, within 0 .. the layout's last tick + 1:
- * a tick past the end is never below a mark, so no id past the end is
- * issued without the range check of the slow path.
- */
-static int64
-gen_mark_tick(int64 unix_ms)
-{
-	int64		tick = gen_first_tick_at(&snowflake_layout, unix_ms);
-
-	return Min(Max(tick, 0), SnowflakeMaxTick(&snowflake_layout) + 1);
-}
-
-/*
- * Publish a mark that is on disk.  The common path issues up to a quarter
- * of the reservation below it, so that at full load the writer extends the
- * mark before any call gets there.
+ * Publish a mark that is on disk.  The common path stops a margin short of
+ * it (GenFastLimitMs), so that at full load the writer extends the mark
+ * before any call gets there.
  */
 static void
 gen_publish_mark(int64 mark_ms, bool open_fast_path)
 {
 	pg_atomic_write_u64(&gen->mark_ms, (uint64) mark_ms);
-	pg_atomic_write_u64(&gen->mark_tick, (uint64) gen_mark_tick(mark_ms));
+	pg_atomic_write_u64(&gen->mark_tick, (uint64) gen_limit_tick(mark_ms));
 	pg_write_barrier();
 	pg_atomic_write_u64(&gen->fast_limit_tick,
 						gen->problem != PROBLEM_NONE || !open_fast_path ? 0 :
-						(uint64) gen_mark_tick(mark_ms - snowflake_mark_interval_ms / 4));
+						(uint64) gen_limit_tick(GenFastLimitMs(mark_ms, snowflake_mark_interval_ms)));
 }
 
 /* The node's ids: those of the ticks before next's, and next's sequence. */
@@ -286,27 +283,6 @@ gen_advance(GenNode *node, uint64 *old, uint64 after, int64 count)
 	if (counted != 0)
 		pg_atomic_fetch_add_u64(&node->ids_before, counted);
 	return true;
-}
-
-/*
- * Would ids issued from mark_ms on under the configured layout sort above
- * every id the mark's own layout issued below it?
- */
-static bool
-gen_layout_follows(const SnowflakeLayout *old, int64 mark_ms)
-{
-	const SnowflakeLayout *new = &snowflake_layout;
-	int64		old_last = gen_first_tick_at(old, mark_ms) - 1;
-	int64		new_first = gen_first_tick_at(new, mark_ms);
-
-	if (old_last < 0)
-		return true;			/* nothing was issued under the old one */
-	if (old_last > SnowflakeMaxTick(old) || new_first < 0 ||
-		new_first > SnowflakeMaxTick(new))
-		return false;
-	return SnowflakeCompose(new, new_first, 0, 0) >
-		SnowflakeCompose(old, old_last, SnowflakeMaxNode(old),
-						 SnowflakeMaxSequence(old));
 }
 
 static int
@@ -341,7 +317,7 @@ gen_node_index(int32 node_value)
 
 /*
  * Keep the mark of a node value this server no longer issues for (under
- * mutex once the server runs); when full, the oldest mark gives way.
+ * retained_lock once the server runs); when full, the oldest mark gives way.
  */
 static void
 gen_retain(int32 value, int64 mark_ms)
@@ -374,7 +350,7 @@ static void
 gen_set_floor(GenNode *node, int64 floor_ms, int64 clock_then_ms)
 {
 	uint64		old = pg_atomic_read_u64(&node->next);
-	uint64		floor = GenStartOfTick(&snowflake_layout, old, gen_mark_tick(floor_ms));
+	uint64		floor = GenStartOfTick(&snowflake_layout, old, gen_limit_tick(floor_ms));
 
 	while (old < floor && !gen_advance(node, &old, floor, 0))
 		;
@@ -405,7 +381,7 @@ static void
 gen_load_mark(void)
 {
 	SnowflakeMark m;
-	int64		now = GeneratorClockMs();
+	int64		now = ClockNowMs();
 	int64		highest = 0;
 	bool		worker_covered = false;
 
@@ -423,7 +399,7 @@ gen_load_mark(void)
 
 	for (int i = 0; i < m.nentries; i++)
 		highest = Max(highest, m.entries[i].mark_ms);
-	if (!gen_layout_follows(&m.layout, highest))
+	if (!GenLayoutFollows(&m.layout, &snowflake_layout, highest))
 	{
 		gen->problem = PROBLEM_LAYOUT_CHANGED;
 		gen->loaded_layout = m.layout;
@@ -454,7 +430,7 @@ gen_load_mark(void)
 		if (i == snowflake_worker_index)
 			worker_covered = true;
 	}
-	if (!worker_covered && !SnowflakeLeases())
+	if (!worker_covered && !ConfigLeasedWorkerId())
 		ereport(LOG,
 				(errmsg("the snowflake high-water mark has no entry for worker id %d: its ids start from the clock",
 						snowflake_worker_id)));
@@ -470,6 +446,26 @@ gen_load_mark(void)
 	 * refuse during recovery, and raise the floors once it is over.
 	 */
 	gen_publish_mark(highest, false);
+}
+
+/*
+ * Copy the retained marks into dest (room for SNOWFLAKE_MARK_MAX_RETAINED);
+ * returns their count.  The postmaster, at shutdown, and a single-user
+ * server have no one to share them with, and the postmaster cannot wait
+ * for an LWLock.
+ */
+static int
+gen_copy_retained(SnowflakeMarkEntry *dest)
+{
+	int			n;
+
+	if (IsUnderPostmaster)
+		LWLockAcquire(gen->retained_lock, LW_SHARED);
+	n = gen->nretained;
+	memcpy(dest, gen->retained, sizeof(SnowflakeMarkEntry) * n);
+	if (IsUnderPostmaster)
+		LWLockRelease(gen->retained_lock);
+	return n;
 }
 
 /*
@@ -496,10 +492,7 @@ gen_mark_entries(SnowflakeMark *m, int64 node_mark_ms, int64 (*mark_of) (int ind
 		m->entries[n].node = value;
 		m->entries[n++].mark_ms = mark_of ? mark_of(i) : node_mark_ms;
 	}
-	SpinLockAcquire(&gen->mutex);
-	memcpy(m->entries + n, gen->retained, sizeof(SnowflakeMarkEntry) * gen->nretained);
-	n += gen->nretained;
-	SpinLockRelease(&gen->mutex);
+	n += gen_copy_retained(m->entries + n);
 
 	/* ascending; a value both current and retained keeps the higher mark */
 	qsort(m->entries, n, sizeof(SnowflakeMarkEntry), gen_entry_cmp);
@@ -547,7 +540,7 @@ gen_shmem_shutdown(int code, Datum arg)
 		pg_atomic_read_u32(&gen->wrote_mark) == 0)
 		return;
 
-	m.written_ms = GeneratorClockMs();
+	m.written_ms = ClockNowMs();
 	m.clean = true;
 	m.layout = snowflake_layout;
 	gen_mark_entries(&m, 0, gen_exact_mark);
@@ -579,6 +572,7 @@ GeneratorShmemStartup(void)
 		pg_atomic_init_u32(&gen->wrote_mark, 0);
 		pg_atomic_init_u64(&gen->mark_waits, 0);
 		SpinLockInit(&gen->mutex);
+		gen->retained_lock = &GetNamedLWLockTranche("snowflake_retained")->lock;
 		gen->mark_worker_node = -1;
 		pg_atomic_init_u64(&gen->stats_since, (uint64) GetCurrentTimestamp());
 		for (int i = 0; i < snowflake_nnodes; i++)
@@ -597,6 +591,8 @@ GeneratorShmemStartup(void)
 			pg_atomic_init_u64(&node->ids_before, 0);
 			pg_atomic_init_u64(&node->fast_limit_tick, PG_INT64_MAX);
 			pg_atomic_init_u64(&node->hard_tick, PG_INT64_MAX);
+			pg_atomic_init_u64(&node->valid_until_us,
+							   node->value < 0 ? 0 : PG_UINT64_MAX);
 			node->lock = &node_locks[i % GEN_NODE_LOCKS].lock;
 		}
 		/* with no mark yet, the first call writes one before issuing */
@@ -606,16 +602,6 @@ GeneratorShmemStartup(void)
 
 	if (!IsUnderPostmaster)
 		on_shmem_exit(gen_shmem_shutdown, (Datum) 0);
-}
-
-void
-SnowflakeReportNotPreloaded(void)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("snowflake must be loaded via \"shared_preload_libraries\""),
-			 errhint("Add \"snowflake\" to \"shared_preload_libraries\" in postgresql.conf and restart the server.")));
-	pg_unreachable();
 }
 
 static void
@@ -648,9 +634,9 @@ static void
 gen_wait_until(int64 until_ms, GenWait which)
 {
 	int64		now;
-	int64		started = GeneratorClockMs();
+	int64		started = ClockNowMs();
 
-	while ((now = GeneratorClockMs()) < until_ms && now >= started)
+	while ((now = ClockNowMs()) < until_ms && now >= started)
 	{
 		/* a second at most: a clock stepped forward ends the wait too */
 		if (until_ms - now > 1 || which != GEN_WAIT_NEXT_TICK)
@@ -752,7 +738,7 @@ gen_write_mark(int elevel, bool by_call)
 		int64		mark_ms;
 
 		/* never below the mark in force: ids may have been issued up to it */
-		m.written_ms = GeneratorClockMs();
+		m.written_ms = ClockNowMs();
 		mark_ms = Max(m.written_ms + snowflake_mark_interval_ms,
 					  SnowflakeTickStart(layout, need + 1));
 		mark_ms = Max(mark_ms, (int64) pg_atomic_read_u64(&gen->mark_ms));
@@ -803,10 +789,10 @@ gen_mark_due(void)
 	bool		log_no_worker;
 
 	SpinLockAcquire(&gen->mutex);
-	latch = gen->worker_latch;
-	log_no_worker = latch == NULL && !gen->logged_no_worker;
+	latch = gen->writer_latch;
+	log_no_worker = latch == NULL && !gen->logged_no_writer;
 	if (log_no_worker)
-		gen->logged_no_worker = true;
+		gen->logged_no_writer = true;
 	SpinLockRelease(&gen->mutex);
 
 	if (latch != NULL)
@@ -908,14 +894,14 @@ gen_node_of(int32 node_value)
 {
 	int			index;
 
-	if (node_value < 0 || (!SnowflakeLeases() && node_value == snowflake_worker_id))
+	if (node_value < 0 || (!ConfigLeasedWorkerId() && node_value == snowflake_worker_id))
 		return gen_node(snowflake_worker_index);
 	index = gen_node_index(node_value);
 	if (index < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("this server does not issue ids for shard %d", node_value),
-				 SnowflakeLeases() ?
+				 ConfigLeasedWorkerId() ?
 				 errdetail("It issues ids for the worker id it leases and for the shards in \"snowflake.shards\" (%s).",
 						   snowflake_shards) :
 				 errdetail("It issues ids for worker id %d and for the shards in \"snowflake.shards\" (%s).",
@@ -932,7 +918,7 @@ static inline bool
 gen_reserve_fast(GenNode *node, int64 count, uint64 *first, int64 *reserved)
 {
 	const SnowflakeLayout *layout = &snowflake_layout;
-	int64		now = SnowflakeTickOf(layout, GeneratorClockMs());
+	int64		now = SnowflakeTickOf(layout, ClockNowMs());
 	int64		limit = Min((int64) pg_atomic_read_u64(&gen->fast_limit_tick),
 							(int64) pg_atomic_read_u64(&node->fast_limit_tick));
 	uint64		next = pg_atomic_read_u64(&node->next);
@@ -957,17 +943,125 @@ gen_reserve_fast(GenNode *node, int64 count, uint64 *first, int64 *reserved)
 	}
 }
 
-/*
- * The slow path: under the node's lock, let GenDecide choose from a fresh
- * reading of the clock and of next, and act on its decision.  Waits release
- * the lock and start over.
- */
-static uint64
-gen_reserve_slow(GenNode *node, int64 count, bool may_borrow, const char *caller,
-				 int64 *reserved)
+/* What the slow path does once it has released the node's lock */
+typedef enum GenStep
+{
+	STEP_ISSUED,				/* ids reserved */
+	STEP_RETRY,					/* the common path moved next: decide again */
+	STEP_WAIT_TICK,
+	STEP_WAIT_CLOCK,
+	STEP_WRITE_MARK,			/* wait for a mark past d.tick */
+	STEP_CLOSED,				/* no worker id, or its lease lapsed */
+	STEP_NEED_HORIZON,
+	STEP_PROBLEM,				/* the mark found at start-up forbids ids */
+	STEP_REFUSE_ROLLBACK,
+	STEP_REFUSE_RANGE
+} GenStep;
+
+/* A node's limits from a lease: a closed node, or a validity lapsed */
+static inline bool
+gen_node_closed(GenNode *node, uint64 next)
+{
+	uint64		valid_until_us = pg_atomic_read_u64(&node->valid_until_us);
+
+	return next == GEN_CLOSED ||
+		(valid_until_us != PG_UINT64_MAX && (uint64) ClockMonotonicUs() >= valid_until_us);
+}
+
+/* The situation GenDecide decides on, read under the node's lock. */
+static void
+gen_situation(GenNode *node, uint64 next, bool may_borrow, GenSituation *s)
 {
 	const SnowflakeLayout *layout = &snowflake_layout;
-	bool		counted_rollback = false;
+	int64		last_tick;
+
+	s->layout = layout;
+	s->next = next;
+	s->now_ms = ClockNowMs();
+	s->restarted = node->has_floor && next == node->floor;
+
+	/*
+	 * The clock when the last id's tick was taken: the slow path kept it;
+	 * the common path takes only the clock's own tick, so then the tick's
+	 * start is a bound.
+	 */
+	last_tick = GenTickOf(layout, next) - (GenSequenceOf(layout, next) == 0 ? 1 : 0);
+	s->clock_then_ms = next == node->slow_next ? node->slow_clock_ms :
+		SnowflakeTickStart(layout, last_tick);
+	s->mark_tick = (int64) pg_atomic_read_u64(&gen->mark_tick);
+	s->horizon_tick = (int64) pg_atomic_read_u64(&node->hard_tick);
+	s->max_borrow_ms = may_borrow ? snowflake_max_borrow_ms : 0;
+	s->tolerance_ms = snowflake_rollback_tolerance_ms;
+}
+
+/*
+ * Under the node's lock: decide, and when the decision is to issue, move
+ * next past the ids; count what the decision means.  Nothing here waits,
+ * throws or allocates.  *waited_rollback: this call counted a rollback
+ * waited out already.
+ */
+static GenStep
+gen_slow_step(GenNode *node, int64 count, bool may_borrow, bool *waited_rollback,
+			  GenSituation *s, GenDecision *d, int64 *reserved)
+{
+	const SnowflakeLayout *layout = &snowflake_layout;
+	uint64		next = pg_atomic_read_u64(&node->next);
+
+	if (unlikely(gen->problem != PROBLEM_NONE))
+		return STEP_PROBLEM;
+	if (gen_node_closed(node, next))
+		return STEP_CLOSED;
+	gen_situation(node, next, may_borrow, s);
+	GenDecide(s, d);
+
+	switch (d->outcome)
+	{
+		case GEN_ISSUE:
+			{
+				int64		n = Min(count, GenRoomAt(layout, d->first));
+				uint64		after = GenAfter(layout, d->first, n);
+
+				if (!gen_advance(node, &next, after, n))
+					return STEP_RETRY;
+				node->slow_next = after;
+				node->slow_clock_ms = s->now_ms;
+				if (d->borrowed && GenSequenceOf(layout, d->first) == 0)
+					node->borrowed_ticks++;
+				*reserved = n;
+				return STEP_ISSUED;
+			}
+		case GEN_WAIT_TICK:
+			if (!s->restarted)
+				node->sequence_waits++;
+			return STEP_WAIT_TICK;
+		case GEN_WAIT_CLOCK:
+			/* behind_ms > 0: the clock is behind itself (decision.h) */
+			if (!*waited_rollback && !s->restarted && d->behind_ms > 0)
+				node->rollbacks_waited++;
+			*waited_rollback = true;
+			return STEP_WAIT_CLOCK;
+		case GEN_NEED_HORIZON:
+			return STEP_NEED_HORIZON;
+		case GEN_NEED_MARK:
+			return STEP_WRITE_MARK;
+		case GEN_REFUSE_ROLLBACK:
+			node->rollbacks_refused++;	/* the state stays as it was */
+			return STEP_REFUSE_ROLLBACK;
+		case GEN_REFUSE_RANGE:
+			break;
+	}
+	return STEP_REFUSE_RANGE;
+}
+
+/*
+ * The slow path: take the node's lock, decide (gen_slow_step), release it,
+ * then act on the decision.  Waits start over with a fresh decision.
+ */
+static GeneratorResult
+gen_reserve_slow(GenNode *node, int64 count, bool may_borrow, const char *caller,
+				 uint64 *first, int64 *reserved, int64 *until_ms)
+{
+	bool		waited_rollback = false;
 
 	/*
 	 * A standby has the primary's configuration, worker id included: the
@@ -984,119 +1078,66 @@ gen_reserve_slow(GenNode *node, int64 count, bool may_borrow, const char *caller
 	{
 		GenSituation s;
 		GenDecision d;
-		int64		last_tick;
+		GenStep		step;
 
 		LWLockAcquire(node->lock, LW_EXCLUSIVE);
-		if (unlikely(gen->problem != PROBLEM_NONE))
+		step = gen_slow_step(node, count, may_borrow, &waited_rollback, &s, &d, reserved);
+		LWLockRelease(node->lock);
+
+		switch (step)
 		{
-			LWLockRelease(node->lock);
-			gen_report_problem();
-		}
-
-		/* a worker id from a lease: none held, or no longer valid */
-		s.next = pg_atomic_read_u64(&node->next);
-		if (s.next == GEN_CLOSED || (SnowflakeLeases() && node == gen_node(snowflake_worker_index) &&
-									 !LeaseValidNow()))
-		{
-			LWLockRelease(node->lock);
-			LeaseAwaitWorker(caller);	/* throws unless a lease came */
-			continue;
-		}
-
-		s.layout = layout;
-		s.now_ms = GeneratorClockMs();
-		s.restarted = node->has_floor && s.next == node->floor;
-
-		/*
-		 * The clock when the last id's tick was taken: the slow path kept it;
-		 * the common path takes only the clock's own tick, so then the tick's
-		 * start is a bound.
-		 */
-		last_tick = GenTickOf(layout, s.next) -
-			(GenSequenceOf(layout, s.next) == 0 ? 1 : 0);
-		s.clock_then_ms = s.next == node->slow_next ? node->slow_clock_ms :
-			SnowflakeTickStart(layout, last_tick);
-		s.mark_tick = Min((int64) pg_atomic_read_u64(&gen->mark_tick),
-						  (int64) pg_atomic_read_u64(&node->hard_tick));
-		s.max_borrow_ms = may_borrow ? snowflake_max_borrow_ms : 0;
-		s.tolerance_ms = snowflake_rollback_tolerance_ms;
-		GenDecide(&s, &d);
-
-		switch (d.outcome)
-		{
-			case GEN_ISSUE:
-				{
-					int64		n = Min(count, GenRoomAt(layout, d.first));
-					uint64		after = GenAfter(layout, d.first, n);
-
-					if (!gen_advance(node, &s.next, after, n))
-						break;	/* the common path moved next: decide again */
-					node->slow_next = after;
-					node->slow_clock_ms = s.now_ms;
-					if (d.borrowed && GenSequenceOf(layout, d.first) == 0)
-						node->borrowed_ticks++;
-					LWLockRelease(node->lock);
-					if (d.tick >= (int64) pg_atomic_read_u64(&gen->fast_limit_tick))
-						gen_mark_due();
-					*reserved = n;
-					return d.first;
-				}
-			case GEN_WAIT_TICK:
-				if (!s.restarted)
-					node->sequence_waits++;
-				LWLockRelease(node->lock);
+			case STEP_ISSUED:
+				if (d.tick >= (int64) pg_atomic_read_u64(&gen->fast_limit_tick))
+					gen_mark_due();
+				*first = d.first;
+				return GENERATOR_ISSUED;
+			case STEP_RETRY:
+				break;
+			case STEP_WAIT_TICK:
 				gen_wait_until(d.wait_until_ms, GEN_WAIT_NEXT_TICK);
-				continue;
-			case GEN_WAIT_CLOCK:
-				if (!counted_rollback && !s.restarted && d.behind_ms > 0)
-					node->rollbacks_waited++;
-				counted_rollback = true;
-				LWLockRelease(node->lock);
+				break;
+			case STEP_WAIT_CLOCK:
 				gen_wait_until(d.wait_until_ms, GEN_WAIT_CLOCK_CATCH_UP);
-				continue;
-			case GEN_NEED_MARK:
-				LWLockRelease(node->lock);
-				if (d.tick >= (int64) pg_atomic_read_u64(&node->hard_tick))
-					LeaseAwaitHorizon(SnowflakeTickStart(layout, d.tick + 1), caller);
-				else
-					gen_await_mark(d.tick);
-				continue;
-			case GEN_REFUSE_ROLLBACK:
-				/* the state stays as it was */
-				node->rollbacks_refused++;
-				LWLockRelease(node->lock);
+				break;
+			case STEP_WRITE_MARK:
+				gen_await_mark(d.tick);
+				break;
+			case STEP_CLOSED:
+				return GENERATOR_CLOSED;
+			case STEP_NEED_HORIZON:
+				*until_ms = SnowflakeTickStart(&snowflake_layout, d.tick + 1);
+				return GENERATOR_NEEDS_HORIZON;
+			case STEP_PROBLEM:
+				gen_report_problem();
+				break;			/* not reached */
+			case STEP_REFUSE_ROLLBACK:
 				gen_report_rollback(s.now_ms, s.clock_then_ms, node->floor_ms, s.restarted);
 				break;			/* not reached */
-			case GEN_REFUSE_RANGE:
-				LWLockRelease(node->lock);
+			case STEP_REFUSE_RANGE:
 				gen_report_out_of_range(s.now_ms);
 				break;			/* not reached */
 		}
-		LWLockRelease(node->lock);
 	}
 }
 
-/*
- * Reserve up to count (> 0) consecutive ids of node node_value (-1: this
- * server's worker id), all of one tick, and return the first; *reserved
- * says how many.  The ids are first .. first + *reserved - 1 when the
- * sequence is the last field; in every layout they increase and only their
- * sequence differs.  may_borrow: the call may take a tick ahead of the clock
- * (snowflake.max_borrow_ms).  caller names the SQL function, for errors.
- */
-int64
+GeneratorResult
 GeneratorReserve(int32 node_value, int64 count, bool may_borrow, const char *caller,
-				 int64 *reserved)
+				 int64 *first, int64 *reserved, int64 *until_ms)
 {
 	GenNode    *node;
-	uint64		first;
+	uint64		at;
+	GeneratorResult result;
 
 	Assert(count > 0);
 	gen_require_state();
 	node = gen_node_of(node_value);
-	if (likely(gen_reserve_fast(node, count, &first, reserved)))
-		return (int64) first;
-	return (int64) gen_reserve_slow(node, count, may_borrow, caller, reserved);
+	if (likely(gen_reserve_fast(node, count, &at, reserved)))
+		result = GENERATOR_ISSUED;
+	else
+		result = gen_reserve_slow(node, count, may_borrow, caller, &at, reserved, until_ms);
+	if (result == GENERATOR_ISSUED)
+		*first = (int64) at;
+	return result;
 }
 
 /*
@@ -1125,18 +1166,21 @@ GeneratorMarkWriterTurn(uint64 *seen)
 		seen[i] = next;
 	}
 	if ((pg_atomic_exchange_u32(&gen->wanted, 0) != 0 ||
-		 (active && (int64) pg_atomic_read_u64(&gen->mark_ms) - GeneratorClockMs() <= interval / 2)) &&
+		 (active && (int64) pg_atomic_read_u64(&gen->mark_ms) - ClockNowMs() <= interval / 2)) &&
 		gen_write_mark(WARNING, false) == GEN_WRITE_FAILED)
 		return (long) interval;
 	return (long) Max(interval / 8, 1);
 }
 
-/* Each node's next, for the mark writer's first turn. */
-void
-GeneratorNodeWords(uint64 *words)
+/* Each node's next, for the mark writer's first turn, allocated in cxt. */
+uint64 *
+GeneratorNodeWords(MemoryContext cxt)
 {
+	uint64	   *words = MemoryContextAlloc(cxt, sizeof(uint64) * snowflake_nnodes);
+
 	for (int i = 0; i < snowflake_nnodes; i++)
 		words[i] = pg_atomic_read_u64(&gen_node(i)->next);
+	return words;
 }
 
 /* The mark writer announces itself, and leaves. */
@@ -1144,17 +1188,10 @@ void
 GeneratorSetMarkWriter(Latch *latch)
 {
 	SpinLockAcquire(&gen->mutex);
-	gen->worker_latch = latch;
-	gen->worker_pid = latch != NULL ? MyProcPid : 0;
+	gen->writer_latch = latch;
 	if (latch != NULL)
-		gen->logged_no_worker = false;
+		gen->logged_no_writer = false;
 	SpinLockRelease(&gen->mutex);
-}
-
-uint32
-GeneratorMarkWriterWaitEvent(void)
-{
-	return gen_wait_event(GEN_WAIT_WORKER_MAIN);
 }
 
 /* Start every counter from zero, now. */
@@ -1178,30 +1215,44 @@ GeneratorResetStats(void)
 	pg_atomic_write_u64(&gen->stats_since, (uint64) GetCurrentTimestamp());
 }
 
+/* The mark this server keeps for a node value it issued for before, or 0. */
+static int64
+gen_local_mark(int32 value)
+{
+	int64		mark_ms = 0;
+
+	LWLockAcquire(gen->retained_lock, LW_SHARED);
+	for (int i = 0; i < gen->nretained; i++)
+		if (gen->retained[i].node == value)
+			mark_ms = gen->retained[i].mark_ms;
+	LWLockRelease(gen->retained_lock);
+	return mark_ms;
+}
+
 /*
  * The worker id of a lease (lease.c).  Open: issue ids of node value from
  * floor_ms on (raised to what this server's own mark and the end of
- * recovery say), below horizon_ms, on the common path below fast_until_ms.
+ * recovery say), within the lease's limits (GeneratorSetLeaseLimits).
  * clock_then_ms: the clock the floor's holder had (a clock further behind
  * than the tolerance is refused).  Returns the floor used.
  */
 int64
 GeneratorOpenWorker(int32 value, int64 floor_ms, int64 clock_then_ms,
-					int64 horizon_ms, int64 fast_until_ms)
+					int64 valid_until_us, int64 valid_until_ms, int64 horizon_ms)
 {
 	GenNode    *node = gen_node(snowflake_worker_index);
 	uint64		start;
 
 	gen_end_recovery();
-	floor_ms = Max(floor_ms, GeneratorLocalMark(value));
+	floor_ms = Max(floor_ms, gen_local_mark(value));
 	floor_ms = Max(floor_ms, gen->recovery_floor_ms);
 	LWLockAcquire(node->lock, LW_EXCLUSIVE);
 	Assert(pg_atomic_read_u64(&node->next) == GEN_CLOSED);
 	node->value = value;
-	GeneratorSetLeaseLimits(horizon_ms, fast_until_ms);
+	GeneratorSetLeaseLimits(valid_until_us, valid_until_ms, horizon_ms);
 	start = GenStartOfTick(&snowflake_layout,
 						   (uint64) SnowflakeCompose(&snowflake_layout, 0, value, 0),
-						   gen_mark_tick(floor_ms));
+						   gen_limit_tick(floor_ms));
 	node->floor = node->slow_next = start;
 	node->has_floor = true;
 	node->floor_ms = floor_ms;
@@ -1212,15 +1263,23 @@ GeneratorOpenWorker(int32 value, int64 floor_ms, int64 clock_then_ms,
 	return floor_ms;
 }
 
-/* A renewed lease: ids below horizon_ms, on the common path below fast_until_ms. */
+/*
+ * A lease's limits: ids while the monotonic clock is below valid_until_us,
+ * below horizon_ms; the common path stops where validity would end
+ * (valid_until_ms, the same on the wall clock), and a margin short of the
+ * horizon, so that a renewal moves it before calls get there.
+ */
 void
-GeneratorSetLeaseLimits(int64 horizon_ms, int64 fast_until_ms)
+GeneratorSetLeaseLimits(int64 valid_until_us, int64 valid_until_ms, int64 horizon_ms)
 {
 	GenNode    *node = gen_node(snowflake_worker_index);
+	int64		fast_until_ms = Min(valid_until_ms,
+									GenFastLimitMs(horizon_ms, snowflake_mark_interval_ms));
 
-	pg_atomic_write_u64(&node->hard_tick, (uint64) gen_mark_tick(horizon_ms));
+	pg_atomic_write_u64(&node->valid_until_us, (uint64) valid_until_us);
+	pg_atomic_write_u64(&node->hard_tick, (uint64) gen_limit_tick(horizon_ms));
 	pg_atomic_write_u64(&node->fast_limit_tick,
-						(uint64) Min(gen_mark_tick(fast_until_ms), gen_mark_tick(horizon_ms)));
+						(uint64) Min(gen_limit_tick(fast_until_ms), gen_limit_tick(horizon_ms)));
 }
 
 /*
@@ -1236,6 +1295,7 @@ GeneratorCloseWorker(void)
 	int64		end = 0;
 
 	LWLockAcquire(node->lock, LW_EXCLUSIVE);
+	pg_atomic_write_u64(&node->valid_until_us, 0);
 	old = pg_atomic_read_u64(&node->next);
 	while (old != GEN_CLOSED &&
 		   !pg_atomic_compare_exchange_u64(&node->next, &old, GEN_CLOSED))
@@ -1250,9 +1310,9 @@ GeneratorCloseWorker(void)
 
 		/* until the mark is written again, the mark in force covers it */
 		kept_ms = Max(end, (int64) pg_atomic_read_u64(&gen->mark_ms));
-		SpinLockAcquire(&gen->mutex);
+		LWLockAcquire(gen->retained_lock, LW_EXCLUSIVE);
 		gen_retain(node->value, kept_ms);
-		SpinLockRelease(&gen->mutex);
+		LWLockRelease(gen->retained_lock);
 		node->value = -1;
 		pg_atomic_write_u64(&node->hard_tick, 0);
 		pg_atomic_write_u64(&node->fast_limit_tick, 0);
@@ -1261,18 +1321,13 @@ GeneratorCloseWorker(void)
 	return end;
 }
 
-/* The mark this server keeps for a node value it issued for before, or 0. */
-int64
-GeneratorLocalMark(int32 value)
+/* Is the worker id open, and its lease (if any) valid on the monotonic clock? */
+bool
+GeneratorWorkerValid(void)
 {
-	int64		mark_ms = 0;
+	GenNode    *node = gen_node(snowflake_worker_index);
 
-	SpinLockAcquire(&gen->mutex);
-	for (int i = 0; i < gen->nretained; i++)
-		if (gen->retained[i].node == value)
-			mark_ms = gen->retained[i].mark_ms;
-	SpinLockRelease(&gen->mutex);
-	return mark_ms;
+	return !gen_node_closed(node, pg_atomic_read_u64(&node->next));
 }
 
 /* The worker id of the mark found at start-up, to take its lease back. */
@@ -1325,5 +1380,49 @@ GeneratorGetStats(SnowflakeStats *stats)
 	stats->backend_mark_writes = (int64) pg_atomic_read_u64(&gen->backend_mark_writes);
 	stats->mark_waits = (int64) pg_atomic_read_u64(&gen->mark_waits);
 	stats->startup_wait_ms = Max(gen->startup_wait_ms, 0);
-	stats->started_at = (TimestampTz) pg_atomic_read_u64(&gen->stats_since);
+	stats->stats_since = (TimestampTz) pg_atomic_read_u64(&gen->stats_since);
+}
+
+/* The generator's settings: SIGHUP tunables, read by the calls. */
+void
+GeneratorInit(void)
+{
+	DefineCustomIntVariable("snowflake.rollback_tolerance_ms",
+							"Largest backward clock step that is waited out rather than refused.",
+							NULL,
+							&snowflake_rollback_tolerance_ms,
+							5,
+							0,
+							10000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	/*
+	 * A second of reserve: after a crash the first id waits at most that
+	 * long (about what crash recovery takes anyway), and under full load
+	 * the mark is written about twice a second, against thousands of ids a
+	 * millisecond.
+	 */
+	DefineCustomIntVariable("snowflake.mark_interval_ms",
+							"How far ahead of the clock the durable high-water mark reserves ids.",
+							NULL,
+							&snowflake_mark_interval_ms,
+							1000,
+							10,
+							60000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("snowflake.max_borrow_ms",
+							"How far ahead of the clock ids may be issued when a tick's sequence is exhausted, instead of waiting.",
+							"0 waits for the next tick.",
+							&snowflake_max_borrow_ms,
+							0,
+							0,
+							60000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 }

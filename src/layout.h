@@ -39,7 +39,6 @@ typedef struct SnowflakeLayout
 	int			nparts;
 	char		part_names[SNOWFLAKE_MAX_PARTS][SNOWFLAKE_NAME_LEN];
 	int			part_bits[SNOWFLAKE_MAX_PARTS];
-	char		sequence_name[SNOWFLAKE_NAME_LEN];
 } SnowflakeLayout;
 
 /* 2025-01-01 00:00:00 UTC, the default epoch */

@@ -37,7 +37,10 @@
  * renewal was sent, less a margin; renewals go out three times per TTL.
  * When validity lapses, or the coordinator no longer knows our secret, the
  * worker id is closed (generator.c) and calls fail until a lease is held
- * again, maybe of another worker id.  At a clean shutdown the worker id is
+ * again, maybe of another worker id.  The client publishes the lease's
+ * limits (validity deadline, horizon) into the generator's node; the
+ * generator enforces them and tells its caller, the SQL-callable layer
+ * (functions.c), to wait here (LeaseAwaitWorker, LeaseAwaitHorizon).  At a clean shutdown the worker id is
  * closed and released with the exact end of its ids, so a restart takes it
  * back at once.
  *
@@ -49,11 +52,19 @@
  * up on it; a call the client gave up on all the same (a network stall) is
  * terminated on the coordinator by the next session, before its first call.
  *
+ * Locking: the lease's shared state (LeaseShared) is under one LWLock
+ * (tranche "snowflake_lease"): its reason and coordinator are formatted
+ * text, copied in and out under it.  Nothing under it calls libpq or
+ * waits; messages are formatted and logged after it is released.  The
+ * horizon calls wait for is an atomic; a condition variable wakes calls
+ * when the lease changes.
+ *
+ * The lease settings ("snowflake.lease_*") live here, with their checks.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include "access/xlog.h"
@@ -70,7 +81,6 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
-#include "storage/spin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -78,8 +88,15 @@
 
 #include "compat.h"
 #include SNOWFLAKE_WAIT_EVENT_HEADER
+#include "clock.h"
+#include "config.h"
+#include "generator.h"
 #include "lease.h"
 #include "snowflake.h"
+
+char	   *snowflake_lease_conninfo = NULL;
+int			snowflake_lease_ttl_ms = 10000;
+char	   *snowflake_lease_worker_ids = NULL;
 
 typedef enum LeaseStatus
 {
@@ -100,7 +117,7 @@ static const char *const lease_status_names[] = {
 
 typedef struct LeaseShared
 {
-	slock_t		mutex;			/* guards everything but the atomics */
+	LWLock	   *lock;			/* guards everything but the atomics */
 	LeaseStatus status;
 	int32		node;			/* held, or last held (-1 if never) */
 	int64		generation;
@@ -113,7 +130,6 @@ typedef struct LeaseShared
 	char		coordinator[256];
 	Latch	   *client_latch;
 
-	pg_atomic_uint64 valid_until_us;	/* monotonic us; 0: no lease */
 	pg_atomic_uint64 need_horizon_ms;	/* a call waits for this horizon */
 	ConditionVariable cv;		/* broadcast when the lease changes */
 } LeaseShared;
@@ -123,16 +139,16 @@ static LeaseShared *lease = NULL;
 /* Validity ends this much before the TTL after a renewal was sent. */
 #define LEASE_MARGIN_MS(ttl)	Max((ttl) / 20, 50)
 
+/*
+ * Renewals go out three times per TTL; a call waits for a horizon (and a
+ * query for its answer) no longer than one renewal's time.
+ */
+#define LEASE_RENEW_EVERY_MS(ttl)	((ttl) / 3)
+
+/* After an unanswered or refused request, try again this much later. */
+#define LEASE_RETRY_MS(ttl)		Min(1000, (ttl) / 10)
+
 PGDLLEXPORT void SnowflakeLeaseClientMain(Datum arg);
-
-static int64
-lease_mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* Copy a message into a fixed buffer, cut at a character boundary. */
 static void
@@ -148,6 +164,7 @@ void
 LeaseShmemRequest(void)
 {
 	RequestAddinShmemSpace(MAXALIGN(sizeof(LeaseShared)));
+	RequestNamedLWLockTranche("snowflake_lease", 1);
 }
 
 void
@@ -160,23 +177,15 @@ LeaseShmemStartup(void)
 	if (!found)
 	{
 		memset(lease, 0, sizeof(LeaseShared));
-		SpinLockInit(&lease->mutex);
-		lease->status = SnowflakeLeases() ? LEASE_STARTING : LEASE_OFF;
+		lease->lock = &GetNamedLWLockTranche("snowflake_lease")->lock;
+		lease->status = LeaseOn() ? LEASE_STARTING : LEASE_OFF;
 		lease->node = -1;
-		pg_atomic_init_u64(&lease->valid_until_us, 0);
 		pg_atomic_init_u64(&lease->need_horizon_ms, 0);
 		ConditionVariableInit(&lease->cv);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* A standby claims no lease: the client starts at promotion, and claims one. */
-void
-LeaseRegisterWorker(void)
-{
-	if (SnowflakeLeases())
-		WorkerRegisterBackground("snowflake lease client", "SnowflakeLeaseClientMain");
-}
 
 void
 LeaseGetInfo(LeaseInfo *info)
@@ -191,7 +200,7 @@ LeaseGetInfo(LeaseInfo *info)
 		info->coordinator = pstrdup("");
 		return;
 	}
-	SpinLockAcquire(&lease->mutex);
+	LWLockAcquire(lease->lock, LW_SHARED);
 	info->state = lease_status_names[lease->status];
 	info->node = lease->status == LEASE_HELD ? lease->node : -1;
 	info->generation = lease->generation;
@@ -200,7 +209,7 @@ LeaseGetInfo(LeaseInfo *info)
 	info->renewed_at = lease->renewed_at;
 	info->requests = lease->requests;
 	memcpy(coordinator, lease->coordinator, sizeof(coordinator));
-	SpinLockRelease(&lease->mutex);
+	LWLockRelease(lease->lock);
 	info->coordinator = pstrdup(coordinator);
 }
 
@@ -209,15 +218,212 @@ LeaseResetStats(void)
 {
 	if (lease == NULL)
 		return;
-	SpinLockAcquire(&lease->mutex);
+	LWLockAcquire(lease->lock, LW_EXCLUSIVE);
 	lease->requests = 0;
-	SpinLockRelease(&lease->mutex);
+	LWLockRelease(lease->lock);
 }
 
-bool
-LeaseValidNow(void)
+/* ---- the settings ------------------------------------------------------ */
+
+/*
+ * What is wrong with a coordinator's connection string, or NULL.  It must
+ * parse, and hold no secret: members of pg_read_all_settings (pg_monitor
+ * among them) read GUC_SUPERUSER_ONLY settings too.  Syntax only, with no
+ * I/O: this serves the check hook.
+ */
+static char *
+lease_conninfo_problem(const char *conninfo)
 {
-	return lease_mono_us() < (int64) pg_atomic_read_u64(&lease->valid_until_us);
+	char	   *libpq_error = NULL;
+	PQconninfoOption *options;
+	char	   *problem = NULL;
+
+	if (conninfo == NULL || conninfo[0] == '\0')
+		return NULL;
+	options = PQconninfoParse(conninfo, &libpq_error);
+	if (options == NULL)
+	{
+		problem = libpq_error ?
+			psprintf("It is not a connection string libpq can read: %s", libpq_error) :
+			psprintf("It is not a connection string libpq can read (out of memory).");
+		/* libpq's messages end with a newline */
+		if (problem[strlen(problem) - 1] == '\n')
+			problem[strlen(problem) - 1] = '\0';
+		if (libpq_error)
+			PQfreemem(libpq_error);
+		return problem;
+	}
+	for (PQconninfoOption *o = options; o->keyword != NULL; o++)
+		if (o->val != NULL && o->val[0] != '\0' &&
+			(strcmp(o->keyword, "password") == 0 || strcmp(o->keyword, "sslpassword") == 0))
+			problem = psprintf("It holds a %s, which members of pg_read_all_settings, pg_monitor among them, could read.",
+							   o->keyword);
+	PQconninfoFree(options);
+	return problem;
+}
+
+#define LEASE_CONNINFO_HINT \
+	"Put the password in a password file (passfile=, or ~/.pgpass of the operating-system user the server runs as), or use client certificates."
+
+/* The message names no value: the refused one may hold a password. */
+static bool
+check_lease_conninfo(char **newval, void **extra, GucSource source)
+{
+	char	   *problem = lease_conninfo_problem(*newval);
+
+	if (problem == NULL)
+		return true;
+	GUC_check_errmsg("invalid value for parameter \"snowflake.lease_conninfo\"");
+	GUC_check_errdetail("%s", problem);
+	GUC_check_errhint(LEASE_CONNINFO_HINT);
+	return false;
+}
+
+static bool
+check_lease_worker_ids(char **newval, void **extra, GucSource source)
+{
+	char	   *problem;
+	int64		nvalues;
+
+	if (ConfigParseRanges(*newval, PG_INT32_MAX, "worker id", NULL, NULL,
+						  &nvalues, &problem) < 0)
+	{
+		GUC_check_errdetail("%s", problem);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The worker ids a lease may take, as ranges of which lows and highs
+ * (palloc'd) hold the ends, none above max: every value of the layout by
+ * default.  Returns their count, or -1 with a sentence in *problem.
+ */
+static int
+lease_ranges(int64 max, int **lows, int **highs, char **problem)
+{
+	int64		nvalues;
+	int			n = ConfigParseRanges(snowflake_lease_worker_ids, max, "worker id",
+									  NULL, NULL, &nvalues, problem);
+
+	if (n < 0)
+		return -1;
+	*lows = palloc(sizeof(int) * (n + 1));
+	*highs = palloc(sizeof(int) * (n + 1));
+	(void) ConfigParseRanges(snowflake_lease_worker_ids, max, "worker id", *lows, *highs,
+							 &nvalues, problem);
+	if (n == 0)
+	{
+		(*lows)[0] = 0;
+		(*highs)[0] = SnowflakeMaxNode(&snowflake_layout);
+		n = 1;
+	}
+	return n;
+}
+
+/*
+ * Once the configuration is final (config.c explains why): the configured
+ * values the check hooks only warned about, then, with leases, the worker
+ * id's settings against the layout and the shards.
+ */
+static void
+lease_check_final(const char *worker_ids, const char *conninfo)
+{
+	int32		max_node = SnowflakeMaxNode(&snowflake_layout);
+	char	   *problem;
+	int64		ignored;
+	int			nranges;
+	int		   *lows;
+	int		   *highs;
+
+	if (worker_ids != NULL &&
+		ConfigParseRanges(worker_ids, PG_INT32_MAX, "worker id", NULL, NULL, &ignored, &problem) < 0)
+		ConfigRefuse("snowflake.lease_worker_ids", worker_ids, problem);
+	if (conninfo != NULL && (problem = lease_conninfo_problem(conninfo)) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for parameter \"%s\"", "snowflake.lease_conninfo"),
+				 errdetail("%s", problem),
+				 errhint(LEASE_CONNINFO_HINT)));
+	if (!LeaseOn())
+		return;
+
+	/* with leases the worker id comes from them, in their range */
+	if (ConfigWorkerIdConfigured())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"snowflake.worker_id\" and \"snowflake.lease_conninfo\" cannot both be set"),
+				 errdetail("With \"snowflake.lease_conninfo\" the worker id comes from a lease."),
+				 errhint("Remove \"snowflake.worker_id\", or \"snowflake.lease_conninfo\".")));
+	nranges = lease_ranges(max_node, &lows, &highs, &problem);
+	if (nranges < 0)
+		ConfigRefuse("snowflake.lease_worker_ids", snowflake_lease_worker_ids, problem);
+	ConfigUseLeasedWorkerId();
+	for (int i = 0; i < snowflake_worker_index; i++)
+		for (int r = 0; r < nranges; r++)
+			if (snowflake_nodes[i] >= lows[r] && snowflake_nodes[i] <= highs[r])
+				ConfigRefuse("snowflake.lease_worker_ids", snowflake_lease_worker_ids,
+							 psprintf("Shard %d of \"snowflake.shards\" is in the range: a worker id from a lease would share its ids.",
+									  snowflake_nodes[i]));
+}
+
+/*
+ * Define the lease settings; when preloading, check them once final and,
+ * with leases, register the client.  A standby claims no lease: the client
+ * starts at promotion, and claims one.
+ */
+void
+LeaseInit(void)
+{
+	char	   *worker_ids = ConfigConfiguredValue("snowflake.lease_worker_ids");
+	char	   *conninfo = ConfigConfiguredValue("snowflake.lease_conninfo");
+
+	/*
+	 * GUC_SUPERUSER_ONLY keeps it from ordinary roles, but members of
+	 * pg_read_all_settings read it too: it must hold no password, and the
+	 * check refuses one (a passfile, ~/.pgpass or a client certificate
+	 * serves instead).
+	 */
+	DefineCustomStringVariable("snowflake.lease_conninfo",
+							   "Connection string of the coordinator this server leases its worker id from; empty: the worker id is \"snowflake.worker_id\".",
+							   "It may hold no password: use a password file or a client certificate.",
+							   &snowflake_lease_conninfo,
+							   "",
+							   CONFIG_STARTUP_CONTEXT,
+							   GUC_SUPERUSER_ONLY,
+							   check_lease_conninfo, NULL, NULL);
+
+	/*
+	 * Ten seconds: a worker id whose server died moves to another server
+	 * ten seconds later; three renewals per TTL are a handful of tiny
+	 * transactions; and a coordinator may be away for most of ten seconds (a
+	 * failover of a Patroni-managed primary takes a few) before calls fail.
+	 */
+	DefineCustomIntVariable("snowflake.lease_ttl_ms",
+							"How long a worker id lease lasts without a renewal.",
+							NULL,
+							&snowflake_lease_ttl_ms,
+							10000,
+							500,
+							600000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("snowflake.lease_worker_ids",
+							   "Worker ids this server may lease, as numbers and ranges; empty: every worker id of the layout.",
+							   NULL,
+							   &snowflake_lease_worker_ids,
+							   "",
+							   CONFIG_STARTUP_CONTEXT,
+							   0,
+							   check_lease_worker_ids, NULL, NULL);
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	lease_check_final(worker_ids, conninfo);
+	if (LeaseOn())
+		SnowflakeRegisterBackground("snowflake lease client", "SnowflakeLeaseClientMain");
 }
 
 /* ---- what calls do ----------------------------------------------------- */
@@ -227,9 +433,9 @@ lease_report(const char *caller)
 {
 	LeaseShared copy;
 
-	SpinLockAcquire(&lease->mutex);
+	LWLockAcquire(lease->lock, LW_SHARED);
 	memcpy(&copy, lease, offsetof(LeaseShared, client_latch));
-	SpinLockRelease(&lease->mutex);
+	LWLockRelease(lease->lock);
 
 #define LEASE_HINT errhint("Calls issue ids again by themselves once this server holds a lease; check the coordinator (%s) and \"snowflake.lease_conninfo\".", copy.coordinator)
 	switch (copy.status)
@@ -301,16 +507,16 @@ lease_status(void)
 {
 	LeaseStatus status;
 
-	SpinLockAcquire(&lease->mutex);
+	LWLockAcquire(lease->lock, LW_SHARED);
 	status = lease->status;
-	SpinLockRelease(&lease->mutex);
+	LWLockRelease(lease->lock);
 	return status;
 }
 
 void
 LeaseAwaitWorker(const char *caller)
 {
-	int64		deadline = lease_mono_us() + (int64) snowflake_lease_ttl_ms * 1000;
+	int64		deadline = ClockMonotonicUs() + (int64) snowflake_lease_ttl_ms * 1000;
 
 	/*
 	 * A lapsed lease issues nothing more, from this call on (the client
@@ -319,15 +525,15 @@ LeaseAwaitWorker(const char *caller)
 	ConditionVariablePrepareToSleep(&lease->cv);
 	for (;;)
 	{
-		if (GeneratorWorkerValue() >= 0 && LeaseValidNow())
+		if (GeneratorWorkerValid())
 			break;
 		/* at start-up, the first claim is on its way: wait for it, bounded */
-		if (lease_status() != LEASE_STARTING || lease_mono_us() >= deadline)
+		if (lease_status() != LEASE_STARTING || ClockMonotonicUs() >= deadline)
 		{
 			ConditionVariableCancelSleep();
 			lease_report(caller);
 		}
-		lease_wait((deadline - lease_mono_us()) / 1000);
+		lease_wait((deadline - ClockMonotonicUs()) / 1000);
 		CHECK_FOR_INTERRUPTS();
 	}
 	ConditionVariableCancelSleep();
@@ -336,16 +542,17 @@ LeaseAwaitWorker(const char *caller)
 void
 LeaseAwaitHorizon(int64 until_ms, const char *caller)
 {
-	int64		deadline = lease_mono_us() + (int64) snowflake_lease_ttl_ms * 1000 / 3;
+	int64		deadline = ClockMonotonicUs() +
+		(int64) LEASE_RENEW_EVERY_MS(snowflake_lease_ttl_ms) * 1000;
 	uint64		seen = pg_atomic_read_u64(&lease->need_horizon_ms);
 	Latch	   *latch;
 
 	while ((int64) seen < until_ms &&
 		   !pg_atomic_compare_exchange_u64(&lease->need_horizon_ms, &seen, (uint64) until_ms))
 		;
-	SpinLockAcquire(&lease->mutex);
+	LWLockAcquire(lease->lock, LW_SHARED);
 	latch = lease->client_latch;
-	SpinLockRelease(&lease->mutex);
+	LWLockRelease(lease->lock);
 	if (latch != NULL)
 		SetLatch(latch);
 
@@ -354,12 +561,12 @@ LeaseAwaitHorizon(int64 until_ms, const char *caller)
 	{
 		int64		horizon;
 
-		SpinLockAcquire(&lease->mutex);
+		LWLockAcquire(lease->lock, LW_SHARED);
 		horizon = lease->status == LEASE_HELD ? lease->horizon_ms : 0;
-		SpinLockRelease(&lease->mutex);
-		if (horizon >= until_ms || !LeaseValidNow())
+		LWLockRelease(lease->lock);
+		if (horizon >= until_ms || !GeneratorWorkerValid())
 			break;				/* decide again */
-		if (lease_mono_us() >= deadline)
+		if (ClockMonotonicUs() >= deadline)
 		{
 			ConditionVariableCancelSleep();
 			ereport(ERROR,
@@ -370,7 +577,7 @@ LeaseAwaitHorizon(int64 until_ms, const char *caller)
 							   SnowflakeFormatMs(horizon)),
 					 errhint("Borrowed ticks far ahead of the clock need the horizon first; check the coordinator.")));
 		}
-		lease_wait((deadline - lease_mono_us()) / 1000);
+		lease_wait((deadline - ClockMonotonicUs()) / 1000);
 		CHECK_FOR_INTERRUPTS();
 	}
 	ConditionVariableCancelSleep();
@@ -383,7 +590,7 @@ LeaseAwaitHorizon(int64 until_ms, const char *caller)
  * coordinator's own timeouts for it are shorter, so that it ends there
  * first, and the lock it may wait for is given up sooner still.
  */
-#define LEASE_QUERY_TIMEOUT_MS(ttl)	Min(Max((ttl) / 3, 200), 5000)
+#define LEASE_QUERY_TIMEOUT_MS(ttl)	Min(Max(LEASE_RENEW_EVERY_MS(ttl), 200), 5000)
 #define LEASE_STATEMENT_TIMEOUT_MS(ttl)	(LEASE_QUERY_TIMEOUT_MS(ttl) * 3 / 4)
 #define LEASE_LOCK_TIMEOUT_MS(ttl)	(LEASE_QUERY_TIMEOUT_MS(ttl) / 2)
 
@@ -449,7 +656,7 @@ lease_set_status(LeaseStatus status, const char *reason)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
-	SpinLockAcquire(&lease->mutex);
+	LWLockAcquire(lease->lock, LW_EXCLUSIVE);
 	if ((status != LEASE_UNREACHABLE && status != LEASE_REFUSED) ||
 		(lease->status != LEASE_HELD && lease->status != LEASE_EXPIRED &&
 		 lease->status != LEASE_LOST))
@@ -460,7 +667,7 @@ lease_set_status(LeaseStatus status, const char *reason)
 		lease->trouble_since = 0;
 	else if (reason != NULL && lease->trouble_since == 0)
 		lease->trouble_since = now;
-	SpinLockRelease(&lease->mutex);
+	LWLockRelease(lease->lock);
 	ConditionVariableBroadcast(&lease->cv);
 }
 
@@ -470,7 +677,7 @@ lease_wait_socket(int sock, int events, int64 deadline_us)
 {
 	static uint32 event = 0;
 	int			rc;
-	int64		left_ms = (deadline_us - lease_mono_us()) / 1000;
+	int64		left_ms = (deadline_us - ClockMonotonicUs()) / 1000;
 
 	if (event == 0)
 		event = SnowflakeWaitEvent("SnowflakeLeaseCoordinator");
@@ -708,12 +915,12 @@ lease_query(const char *sql, int nparams, const char *const *params)
 	 */
 	if (lease_conn != NULL && lease_conn_ttl != snowflake_lease_ttl_ms)
 		lease_disconnect();
-	if (lease_conn == NULL && !lease_session_start(lease_mono_us() + timeout_us))
+	if (lease_conn == NULL && !lease_session_start(ClockMonotonicUs() + timeout_us))
 		return NULL;
-	SpinLockAcquire(&lease->mutex);
+	LWLockAcquire(lease->lock, LW_EXCLUSIVE);
 	lease->requests++;
-	SpinLockRelease(&lease->mutex);
-	return lease_exec(psprintf(sql, lease_schema), nparams, params, lease_mono_us() + timeout_us);
+	LWLockRelease(lease->lock);
+	return lease_exec(psprintf(sql, lease_schema), nparams, params, ClockMonotonicUs() + timeout_us);
 }
 
 /*
@@ -736,35 +943,39 @@ lease_refuse_answer(const char *call, const char *problem)
 static int64
 lease_wanted_horizon(void)
 {
-	return Max(GeneratorClockMs() + snowflake_lease_ttl_ms + snowflake_mark_interval_ms,
+	return Max(ClockNowMs() + snowflake_lease_ttl_ms + snowflake_mark_interval_ms,
 			   (int64) pg_atomic_read_u64(&lease->need_horizon_ms));
+}
+
+/* A lease renewed (or claimed) by a request sent at sent_us is valid until this. */
+static int64
+lease_valid_until_us(int64 sent_us)
+{
+	return sent_us +
+		(int64) (snowflake_lease_ttl_ms - LEASE_MARGIN_MS(snowflake_lease_ttl_ms)) * 1000;
 }
 
 /* Publish the lease held: validity, limits for the calls, what stats show. */
 static void
 lease_publish(int64 sent_us)
 {
-	int64		now_us = lease_mono_us();
+	int64		now_us = ClockMonotonicUs();
 	int64		valid_ms;
 	TimestampTz now = GetCurrentTimestamp();
 
-	held.valid_until_us = sent_us +
-		(int64) (snowflake_lease_ttl_ms - LEASE_MARGIN_MS(snowflake_lease_ttl_ms)) * 1000;
-	held.renew_at_us = sent_us + (int64) snowflake_lease_ttl_ms * 1000 / 3;
-	valid_ms = GeneratorClockMs() + (held.valid_until_us - now_us) / 1000;
+	held.valid_until_us = lease_valid_until_us(sent_us);
+	held.renew_at_us = sent_us + (int64) LEASE_RENEW_EVERY_MS(snowflake_lease_ttl_ms) * 1000;
+	valid_ms = ClockNowMs() + (held.valid_until_us - now_us) / 1000;
 
-	pg_atomic_write_u64(&lease->valid_until_us, (uint64) held.valid_until_us);
-	SpinLockAcquire(&lease->mutex);
+	LWLockAcquire(lease->lock, LW_EXCLUSIVE);
 	lease->node = held.node;
 	lease->generation = held.generation;
 	lease->horizon_ms = held.horizon_ms;
 	lease->valid_until = SnowflakeMsToTimestamptz(valid_ms);
 	lease->renewed_at = now;
-	SpinLockRelease(&lease->mutex);
+	LWLockRelease(lease->lock);
 
-	/* the common path stops where validity would end, a quarter short of the horizon */
-	GeneratorSetLeaseLimits(held.horizon_ms,
-							Min(valid_ms, held.horizon_ms - snowflake_mark_interval_ms / 4));
+	GeneratorSetLeaseLimits(held.valid_until_us, valid_ms, held.horizon_ms);
 	lease_set_status(LEASE_HELD, NULL);
 }
 
@@ -774,7 +985,6 @@ lease_drop(LeaseStatus status, const char *reason)
 {
 	int64		end = GeneratorCloseWorker();
 
-	pg_atomic_write_u64(&lease->valid_until_us, 0);
 	held.held = false;
 	lease_set_status(status, reason);
 	return end;
@@ -840,7 +1050,7 @@ lease_claim(void)
 	char		ttl[16];
 	char		horizon[32];
 	const char *params[7];
-	int64		sent_us = lease_mono_us();
+	int64		sent_us = ClockMonotonicUs();
 	int64		wanted = lease_wanted_horizon();
 	int32		last = held.node >= 0 ? held.node : GeneratorMarkWorkerNode();
 	int64		node;
@@ -864,7 +1074,7 @@ lease_claim(void)
 					  7, params);
 	if (res == NULL)
 		return false;
-	held.renew_at_us = sent_us + (int64) snowflake_lease_ttl_ms * 1000 / 3;
+	held.renew_at_us = sent_us + (int64) LEASE_RENEW_EVERY_MS(snowflake_lease_ttl_ms) * 1000;
 	if (PQntuples(res) == 0 && PQnfields(res) == 5)
 	{
 		PQclear(res);
@@ -883,15 +1093,15 @@ lease_claim(void)
 
 	/*
 	 * The previous holder issued below previous; its clock was about a TTL
-	 * and a mark interval behind that.  Valid before it opens: a call must
-	 * not find it open and lapsed.
+	 * and a mark interval behind that.  The limits are set before it opens:
+	 * a call must not find it open and lapsed.
 	 */
-	held.valid_until_us = sent_us +
-		(int64) (snowflake_lease_ttl_ms - LEASE_MARGIN_MS(snowflake_lease_ttl_ms)) * 1000;
-	pg_atomic_write_u64(&lease->valid_until_us, (uint64) held.valid_until_us);
+	held.valid_until_us = lease_valid_until_us(sent_us);
 	floor_ms = GeneratorOpenWorker(held.node, previous,
 								   previous - snowflake_lease_ttl_ms - snowflake_mark_interval_ms,
-								   held.horizon_ms, held.horizon_ms);
+								   held.valid_until_us,
+								   ClockNowMs() + (held.valid_until_us - ClockMonotonicUs()) / 1000,
+								   held.horizon_ms);
 	ereport(LOG,
 			(errmsg("snowflake worker id %d leased (generation " INT64_FORMAT "), issuing from %s",
 					held.node, held.generation, SnowflakeFormatMs(floor_ms))));
@@ -907,7 +1117,7 @@ lease_renew(void)
 	char		ttl[16];
 	char		horizon[32];
 	const char *params[4];
-	int64		sent_us = lease_mono_us();
+	int64		sent_us = ClockMonotonicUs();
 	int64		wanted = lease_wanted_horizon();
 	int64		renewed_horizon;
 	PGresult   *res;
@@ -929,7 +1139,7 @@ lease_renew(void)
 	{
 		PQclear(res);
 		/* not renewed: it lapses by itself */
-		held.renew_at_us = lease_mono_us() + (int64) Min(1000, snowflake_lease_ttl_ms / 10) * 1000;
+		held.renew_at_us = ClockMonotonicUs() + (int64) LEASE_RETRY_MS(snowflake_lease_ttl_ms) * 1000;
 		lease_refuse_answer("a renewal", "not one row of renewed, horizon_ms, expires_at");
 		return true;
 	}
@@ -949,7 +1159,7 @@ lease_renew(void)
 									   PQgetvalue(res, 0, 1), wanted);
 
 		PQclear(res);
-		held.renew_at_us = lease_mono_us() + (int64) Min(1000, snowflake_lease_ttl_ms / 10) * 1000;
+		held.renew_at_us = ClockMonotonicUs() + (int64) LEASE_RETRY_MS(snowflake_lease_ttl_ms) * 1000;
 		lease_refuse_answer("a renewal", problem);
 		return true;
 	}
@@ -1021,8 +1231,10 @@ lease_prepare_ranges(void)
 {
 	StringInfoData l;
 	StringInfoData h;
+	char	   *problem;
 
-	lease_nranges = SnowflakeLeaseRanges(&lease_lows, &lease_highs);
+	/* lease_check_final accepted the list */
+	lease_nranges = lease_ranges(PG_INT32_MAX, &lease_lows, &lease_highs, &problem);
 	initStringInfo(&l);
 	initStringInfo(&h);
 	for (int i = 0; i < lease_nranges; i++)
@@ -1036,17 +1248,12 @@ lease_prepare_ranges(void)
 	lease_highs_text = h.data;
 }
 
-void
-SnowflakeLeaseClientMain(Datum arg)
+/* The client's start: who it is, what it asks for, where; announce it. */
+static void
+lease_client_start(void)
 {
 	char		hostname[256];
-	MemoryContext turn;
 	MemoryContext old;
-
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
 	if (gethostname(hostname, sizeof(hostname)) != 0)
 		strlcpy(hostname, "?", sizeof(hostname));
@@ -1057,78 +1264,118 @@ SnowflakeLeaseClientMain(Datum arg)
 	lease_prepare_ranges();
 	lease_coordinator_text = lease_describe_coordinator();
 	MemoryContextSwitchTo(old);
-	SpinLockAcquire(&lease->mutex);
+	LWLockAcquire(lease->lock, LW_EXCLUSIVE);
 	lease_copy_text(lease->coordinator, sizeof(lease->coordinator), lease_coordinator_text);
 	lease->client_latch = MyLatch;
-	SpinLockRelease(&lease->mutex);
+	LWLockRelease(lease->lock);
 
 	memset(&held, 0, sizeof(held));
 	held.node = -1;
 	lease_new_token();
 	trouble_logged = false;
+}
+
+/* A lease whose validity lapsed issues nothing more: close the worker id. */
+static void
+lease_expire_if_lapsed(void)
+{
+	if (held.held && ClockMonotonicUs() >= held.valid_until_us)
+	{
+		(void) lease_drop(LEASE_EXPIRED, NULL);
+		ereport(LOG,
+				(errmsg("snowflake worker id %d: its lease expired before it could be renewed",
+						held.node)));
+	}
+}
+
+/* A request is due: a renewal's time, or a call waits for a farther horizon. */
+static bool
+lease_request_due(void)
+{
+	return ClockMonotonicUs() >= held.renew_at_us ||
+		(held.held && (int64) pg_atomic_read_u64(&lease->need_horizon_ms) > held.horizon_ms);
+}
+
+/*
+ * Claim a worker id, or renew the one held (each publishes what it got).
+ * The first failure after an answer is logged; it is retried soon.
+ */
+static void
+lease_claim_or_renew(void)
+{
+	bool		answered = held.held ? lease_renew() : lease_claim();
+
+	if (answered)
+	{
+		trouble_logged = false;
+		return;
+	}
+	if (!trouble_logged)
+	{
+		char		reason[sizeof(lease->reason)];
+
+		LWLockAcquire(lease->lock, LW_SHARED);
+		strlcpy(reason, lease->reason, sizeof(reason));
+		LWLockRelease(lease->lock);
+		ereport(LOG,
+				(errmsg("the snowflake lease coordinator did not answer: %s", reason)));
+		trouble_logged = true;
+	}
+	held.renew_at_us = ClockMonotonicUs() +
+		(int64) LEASE_RETRY_MS(snowflake_lease_ttl_ms) * 1000;
+}
+
+/* Sleep until the next request or the end of validity, or a wake-up. */
+static void
+lease_sleep(void)
+{
+	int64		wake_us = held.renew_at_us;
+
+	if (held.held)
+		wake_us = Min(wake_us, held.valid_until_us);
+	(void) lease_wait_socket(-1, 0, Max(wake_us, ClockMonotonicUs() + 1000));
+}
+
+/*
+ * The client: start; then each turn expire a lapsed lease, claim or renew
+ * when due (a session is connected on the way), and sleep; at shutdown
+ * release the worker id with the exact end of its ids.
+ */
+void
+SnowflakeLeaseClientMain(Datum arg)
+{
+	MemoryContext turn;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+
+	lease_client_start();
 	turn = AllocSetContextCreate(TopMemoryContext, "snowflake lease client",
 								 ALLOCSET_DEFAULT_SIZES);
 	while (!ShutdownRequestPending)
 	{
-		int64		now_us;
-		int64		wake_us;
+		MemoryContext old = MemoryContextSwitchTo(turn);
 
-		old = MemoryContextSwitchTo(turn);
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-
-		/* a lease whose validity lapsed issues nothing more */
-		now_us = lease_mono_us();
-		if (held.held && now_us >= held.valid_until_us)
-		{
-			(void) lease_drop(LEASE_EXPIRED, NULL);
-			ereport(LOG,
-					(errmsg("snowflake worker id %d: its lease expired before it could be renewed",
-							held.node)));
-		}
-
-		if (now_us >= held.renew_at_us ||
-			(held.held && (int64) pg_atomic_read_u64(&lease->need_horizon_ms) > held.horizon_ms))
-		{
-			bool		answered = held.held ? lease_renew() : lease_claim();
-
-			/* the first failure after an answer is logged; retried soon */
-			if (!answered)
-			{
-				if (!trouble_logged)
-				{
-					char		reason[sizeof(lease->reason)];
-
-					SpinLockAcquire(&lease->mutex);
-					strlcpy(reason, lease->reason, sizeof(reason));
-					SpinLockRelease(&lease->mutex);
-					ereport(LOG,
-							(errmsg("the snowflake lease coordinator did not answer: %s", reason)));
-					trouble_logged = true;
-				}
-				held.renew_at_us = lease_mono_us() +
-					(int64) Min(1000, snowflake_lease_ttl_ms / 10) * 1000;
-			}
-			else
-				trouble_logged = false;
-		}
-
-		wake_us = held.renew_at_us;
-		if (held.held)
-			wake_us = Min(wake_us, held.valid_until_us);
+		lease_expire_if_lapsed();
+		if (lease_request_due())
+			lease_claim_or_renew();
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(turn);
-		(void) lease_wait_socket(-1, 0, Max(wake_us, lease_mono_us() + 1000));
+		lease_sleep();
 	}
 
 	if (held.held)
 		lease_release();
 	lease_disconnect();
-	SpinLockAcquire(&lease->mutex);
+	LWLockAcquire(lease->lock, LW_EXCLUSIVE);
 	lease->client_latch = NULL;
-	SpinLockRelease(&lease->mutex);
+	LWLockRelease(lease->lock);
 	proc_exit(1);
 }

@@ -1,9 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * lease.h
- *	  Worker ids from fenced leases: the state of this server's lease in
- *	  shared memory, the background worker that claims and renews it on the
- *	  coordinator, and what the generator asks of it.
+ *	  Worker ids from fenced leases: the lease settings, the state of this
+ *	  server's lease in shared memory, the background worker that claims
+ *	  and renews it on the coordinator, and the waits of calls that find
+ *	  the worker id closed or short of a horizon.
+ *
+ * Locking: the shared state is under one LWLock (tranche
+ * "snowflake_lease"), never held across libpq, a wait or a message; the
+ * horizon calls wait for is an atomic, and a condition variable wakes them.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,25 +32,32 @@ typedef struct LeaseInfo
 	int64		requests;		/* claims, renewals and releases sent */
 } LeaseInfo;
 
+/* The lease settings (lease.c) */
+extern char *snowflake_lease_conninfo;
+extern int	snowflake_lease_ttl_ms;
+extern char *snowflake_lease_worker_ids;
+
+/* Leases are on when "snowflake.lease_conninfo" is set */
+#define LeaseOn() (snowflake_lease_conninfo != NULL && snowflake_lease_conninfo[0] != '\0')
+
+extern void LeaseInit(void);
 extern void LeaseShmemRequest(void);
 extern void LeaseShmemStartup(void);
-extern void LeaseRegisterWorker(void);
 extern void LeaseGetInfo(LeaseInfo *info);
 extern void LeaseResetStats(void);
 
-/* Is the lease held still valid, on this server's monotonic clock? */
-extern bool LeaseValidNow(void);
-
 /*
- * The worker id is closed, or its lease no longer valid: close it, wait (a
- * bounded, cancellable wait) while the first lease is being claimed, and
- * return once one is held; otherwise throw the reason.
+ * The generator answered GENERATOR_CLOSED: the worker id is closed, or its
+ * lease no longer valid.  Wait (a bounded, cancellable wait) while the
+ * first lease is being claimed, and return once one is held; otherwise
+ * throw the reason.
  */
 extern void LeaseAwaitWorker(const char *caller);
 
 /*
- * An id needs the horizon at or past until_ms: ask the lease client for it
- * and wait (bounded, cancellable); return to decide again, or throw.
+ * The generator answered GENERATOR_NEEDS_HORIZON: an id needs the horizon
+ * at or past until_ms.  Ask the lease client for it and wait (bounded,
+ * cancellable); return to try again, or throw.
  */
 extern void LeaseAwaitHorizon(int64 until_ms, const char *caller);
 

@@ -112,7 +112,6 @@ mark_set_layout(SnowflakeLayout *layout, int time_bits, int node_bits,
 	layout->nparts = 1;
 	strlcpy(layout->part_names[0], "node", SNOWFLAKE_NAME_LEN);
 	layout->part_bits[0] = node_bits;
-	strlcpy(layout->sequence_name, "sequence", SNOWFLAKE_NAME_LEN);
 }
 
 static bool

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker.c
+ * markwriter.c
  *	  The mark writer: a background worker that extends the high-water
  *	  mark ahead of the clock, so that no call waits for a disk.
  *
@@ -24,40 +24,23 @@
 #include "utils/memutils.h"
 
 #include "compat.h"
+#include SNOWFLAKE_WAIT_EVENT_HEADER
+#include "generator.h"
+#include "markwriter.h"
 #include "snowflake.h"
 
 PGDLLEXPORT void SnowflakeMarkWriterMain(Datum arg);
 
-/*
- * Register one of the extension's background workers.  Both connect to no
- * database (the connection only lists them in pg_stat_activity), start once
- * recovery is over (a standby issues no ids), and are started again a
- * second after they stop.
- */
+/* When preloading: the worker, started once recovery is over. */
 void
-WorkerRegisterBackground(const char *name, const char *function)
+MarkWriterInit(void)
 {
-	BackgroundWorker worker;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 1;
-	strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, function, BGW_MAXLEN);
-	strlcpy(worker.bgw_name, name, BGW_MAXLEN);
-	strlcpy(worker.bgw_type, name, BGW_MAXLEN);
-	RegisterBackgroundWorker(&worker);
-}
-
-void
-WorkerRegister(void)
-{
-	WorkerRegisterBackground("snowflake mark writer", "SnowflakeMarkWriterMain");
+	if (process_shared_preload_libraries_in_progress)
+		SnowflakeRegisterBackground("snowflake mark writer", "SnowflakeMarkWriterMain");
 }
 
 static void
-worker_exit(int code, Datum arg)
+markwriter_exit(int code, Datum arg)
 {
 	GeneratorSetMarkWriter(NULL);
 }
@@ -66,6 +49,7 @@ void
 SnowflakeMarkWriterMain(Datum arg)
 {
 	uint64	   *seen;
+	uint32		wait_event;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -73,10 +57,10 @@ SnowflakeMarkWriterMain(Datum arg)
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
 	/* what the nodes were at start: only ids issued from now on need a mark */
-	seen = MemoryContextAlloc(TopMemoryContext, sizeof(uint64) * snowflake_nnodes);
-	GeneratorNodeWords(seen);
-	before_shmem_exit(worker_exit, (Datum) 0);
+	seen = GeneratorNodeWords(TopMemoryContext);
+	before_shmem_exit(markwriter_exit, (Datum) 0);
 	GeneratorSetMarkWriter(MyLatch);
+	wait_event = SnowflakeWaitEvent("SnowflakeMarkWriterMain");
 
 	while (!ShutdownRequestPending)
 	{
@@ -89,7 +73,7 @@ SnowflakeMarkWriterMain(Datum arg)
 		}
 		sleep_ms = GeneratorMarkWriterTurn(seen);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 sleep_ms, GeneratorMarkWriterWaitEvent());
+						 sleep_ms, wait_event);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

@@ -28,6 +28,8 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
+#include "clock.h"
+#include "layout.h"
 #include "snowflake.h"
 #include "uuidv7.h"
 
@@ -126,7 +128,7 @@ snowflake_uuidv7(PG_FUNCTION_ARGS)
 		SnowflakeReportNotPreloaded();
 
 	LWLockAcquire(uuidv7->lock, LW_EXCLUSIVE);
-	now = GeneratorClockMs();
+	now = ClockNowMs();
 	if (now > uuidv7->last_ms)
 	{
 		uuidv7->last_ms = now;

@@ -26,33 +26,7 @@
 #include <time.h>
 
 #include "decision.h"
-
-static int	failures = 0;
-static uint64 rng_state;
-
-#define CHECK(cond, ...) \
-	do { \
-		if (!(cond)) \
-		{ \
-			if (failures++ < 20) \
-			{ \
-				fprintf(stderr, "FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-				fprintf(stderr, __VA_ARGS__); \
-				fprintf(stderr, "\n"); \
-			} \
-		} \
-	} while (0)
-
-/* splitmix64: reproducible from the seed printed at the start */
-static uint64
-rng(void)
-{
-	uint64		z = (rng_state += UINT64CONST(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64CONST(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64CONST(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
+#include "unit.h"
 
 /* uniform in [low, high] */
 static int64
@@ -115,6 +89,7 @@ test_cases(void)
 	memset(&s, 0, sizeof(s));
 	s.layout = &l;
 	s.mark_tick = 1000000;
+	s.horizon_tick = SnowflakeMaxTick(&l) + 1;
 	s.tolerance_ms = 5;
 
 	/* the clock in a later tick: sequence 0 of the clock's tick */
@@ -166,6 +141,18 @@ test_cases(void)
 	GenDecide(&s, &d);
 	CHECK(d.outcome == GEN_NEED_MARK && d.tick == 150, "mark");
 
+	/* a tick at a lease's horizon needs the horizon first, mark or not */
+	s.horizon_tick = 150;
+	GenDecide(&s, &d);
+	CHECK(d.outcome == GEN_NEED_HORIZON && d.tick == 150, "horizon at the mark");
+	s.mark_tick = 1000000;
+	GenDecide(&s, &d);
+	CHECK(d.outcome == GEN_NEED_HORIZON && d.tick == 150, "horizon below the mark");
+	s.horizon_tick = 151;
+	GenDecide(&s, &d);
+	CHECK(d.outcome == GEN_ISSUE && d.tick == 150, "below the horizon");
+	s.horizon_tick = SnowflakeMaxTick(&l) + 1;
+
 	/* before the epoch, and past the lifetime */
 	s.mark_tick = INT64CONST(1) << 50;
 	s.now_ms = 999999;
@@ -180,6 +167,39 @@ test_cases(void)
 		  (((uint64) 10 << 22) | node_bits), "GenAfter at the end of a tick");
 	CHECK(GenAfter(&l, ((uint64) 9 << 22) | node_bits | 4090, 5) ==
 		  (((uint64) 9 << 22) | node_bits | 4095), "GenAfter within a tick");
+}
+
+/* ---- the tick, limit and layout helpers --------------------------------- */
+
+static void
+test_helpers(void)
+{
+	SnowflakeLayout ms = make_layout(41, 10, 12, true, 1, 1000000);
+	SnowflakeLayout tens = make_layout(41, 10, 12, true, 10, 1000000);
+	SnowflakeLayout small = make_layout(20, 10, 12, true, 1, 1000000);
+
+	/* the first tick starting at or after a time */
+	CHECK(GenFirstTickAt(&tens, 1000000 + 20) == 2, "a tick's start");
+	CHECK(GenFirstTickAt(&tens, 1000000 + 21) == 3, "inside a tick");
+	CHECK(GenFirstTickAt(&tens, 1000000 - 5) == 0, "before the epoch");
+
+	/* limits stay within 0 .. the last tick + 1 */
+	CHECK(GenLimitTick(&ms, 0) == 0, "a limit before the epoch");
+	CHECK(GenLimitTick(&small, 1000000 + (INT64CONST(1) << 30)) ==
+		  SnowflakeMaxTick(&small) + 1, "a limit past the lifetime");
+	CHECK(GenLimitTick(&ms, 1000000 + 7) == 7, "a limit inside the lifetime");
+
+	/* the common path's margin: a quarter of the interval */
+	CHECK(GenFastLimitMs(5000, 1000) == 4750, "a quarter short");
+
+	/* a layout change keeps ids increasing only if the new ids sort above */
+	CHECK(GenLayoutFollows(&ms, &ms, 1000000 + 500), "the same layout follows");
+	CHECK(GenLayoutFollows(&tens, &ms, 1000000 + 500), "shorter ticks follow");
+	CHECK(!GenLayoutFollows(&ms, &tens, 1000000 + 500), "longer ticks do not");
+	CHECK(!GenLayoutFollows(&tens, &small, 1000000 + (INT64CONST(1) << 25)),
+		  "a layout past its lifetime does not");
+	CHECK(GenLayoutFollows(&tens, &small, 1000000 - 1),
+		  "nothing issued: anything follows");
 }
 
 /* ---- the model ---------------------------------------------------------- */
@@ -217,29 +237,13 @@ typedef struct Model
 	int64		issued_total;
 } Model;
 
-static int64
-first_tick_at(const SnowflakeLayout *l, int64 ms)
-{
-	int64		tick = SnowflakeTickOf(l, ms);
-
-	return SnowflakeTickStart(l, tick) < ms ? tick + 1 : tick;
-}
-
-static int64
-mark_tick_of(const SnowflakeLayout *l, int64 ms)
-{
-	int64		tick = first_tick_at(l, ms);
-
-	return Min(Max(tick, 0), SnowflakeMaxTick(l) + 1);
-}
-
 static void
 publish_mark(Model *m, int64 mark_ms)
 {
 	m->written_ms = m->clock_ms;
 	m->mark_ms = mark_ms;
-	m->mark_tick = mark_tick_of(m->l, mark_ms);
-	m->fast_limit = mark_tick_of(m->l, mark_ms - m->interval_ms / 4);
+	m->mark_tick = GenLimitTick(m->l, mark_ms);
+	m->fast_limit = GenLimitTick(m->l, GenFastLimitMs(mark_ms, m->interval_ms));
 }
 
 static void
@@ -318,6 +322,7 @@ model_call(Model *m, int64 count)
 		s.clock_then_ms = m->next == m->slow_next ? m->slow_clock_ms :
 			SnowflakeTickStart(l, last_tick);
 		s.mark_tick = m->mark_tick;
+		s.horizon_tick = SnowflakeMaxTick(l) + 1;	/* no lease */
 		s.max_borrow_ms = m->max_borrow_ms;
 		s.tolerance_ms = m->tolerance_ms;
 		GenDecide(&s, &d);
@@ -351,6 +356,9 @@ model_call(Model *m, int64 count)
 					publish_mark(m, Max(mark, m->mark_ms));
 					continue;
 				}
+			case GEN_NEED_HORIZON:
+				CHECK(false, "a horizon without a lease");
+				return d.outcome;
 			case GEN_REFUSE_ROLLBACK:
 				CHECK(d.behind_ms > m->tolerance_ms && s.clock_then_ms > m->clock_ms,
 					  "refused only beyond the tolerance");
@@ -386,7 +394,7 @@ model_restart(Model *m, bool clean)
 		mark_ms = Max(m->floor_ms, SnowflakeTickStart(l, end));
 		written_ms = m->clock_ms;
 	}
-	floor = GenStartOfTick(l, m->next, mark_tick_of(l, mark_ms));
+	floor = GenStartOfTick(l, m->next, GenLimitTick(l, mark_ms));
 	m->next = m->floor = m->slow_next = floor;
 	m->has_floor = true;
 	m->slow_clock_ms = Min(written_ms, mark_ms);
@@ -500,6 +508,7 @@ main(int argc, char **argv)
 	rng_state = seed;
 
 	test_cases();
+	test_helpers();
 	for (int i = 0; i < (int) lengthof(presets); i++)
 		model_run(&presets[i], 20000);
 	for (int i = 0; i < layouts; i++)
