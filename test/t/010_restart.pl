@@ -20,7 +20,7 @@ my $step = 500;
 # The first call finds the clock about $step ms behind the time the mark was
 # written: within the tolerance, so it waits for the clock to pass the mark
 # instead of refusing.  Timeouts misbehave while the offset changes (see
-# TESTING.md): keep them off.
+# SnowflakeTest.pm): keep them off.
 my $node = snowflake_node('restart', q{
 restart_after_crash = on
 snowflake.rollback_tolerance_ms = 2000

@@ -14,7 +14,7 @@ use SnowflakeTest;
 
 my $offset_file = "$PostgreSQL::Test::Utils::tmp_check/faketime_offset";
 
-# Timeouts misbehave while the offset changes (see TESTING.md): keep them off.
+# Timeouts misbehave while the offset changes (see SnowflakeTest.pm): keep them off.
 my $node = snowflake_node('clock', q{
 snowflake.rollback_tolerance_ms = 5000
 statement_timeout = 0

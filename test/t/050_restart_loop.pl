@@ -21,7 +21,7 @@ my $step = 500;
 # written: within the tolerance, so it waits for the clock to pass the mark
 # instead of refusing.  The clock is set back once the server is up, so the
 # wait the mark itself imposed at start-up is measured as before.  Timeouts
-# misbehave while the offset changes (see TESTING.md): keep them off.
+# misbehave while the offset changes (see SnowflakeTest.pm): keep them off.
 my $node = snowflake_node('loop', q{
 snowflake.mark_interval_ms = 1000
 snowflake.rollback_tolerance_ms = 2000

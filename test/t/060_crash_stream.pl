@@ -25,7 +25,7 @@ my $step = 1000;
 # The first call finds the clock about $step ms behind the time the mark was
 # written: within the tolerance, so it waits for the clock to pass the mark
 # instead of refusing.  Timeouts misbehave while the offset changes (see
-# TESTING.md): keep them off.
+# SnowflakeTest.pm): keep them off.
 my $node = snowflake_node('stream', qq{
 snowflake.mark_interval_ms = $interval
 snowflake.rollback_tolerance_ms = 3000

@@ -62,8 +62,11 @@ sub psql_stderr
 	return $stderr;
 }
 
-# Stepping the clock of a running server with libfaketime (see TESTING.md):
-# the server reads the offset from $offset_file at every clock call.
+# Stepping the clock of a running server with libfaketime: the server
+# reads the offset from $offset_file at every clock call, and only the wall
+# clock moves (PostgreSQL's latches and waits use the monotonic one).  While
+# the offset changes, PostgreSQL's own timeouts (statement_timeout,
+# lock_timeout, deadlock_timeout) fire early or never: tests keep them off.
 my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
 # Write an offset such as "-3s" or "+0s", atomically: the server may read
