@@ -1141,7 +1141,7 @@ GeneratorReserve(int32 node_value, int64 count, bool may_borrow, const char *cal
 }
 
 /*
- * One turn of the mark writer (worker.c): extend the mark when calls ask
+ * One turn of the mark writer (markwriter.c): extend the mark when calls ask
  * for it, or when ids were issued since the last turn (seen holds each
  * node's next as of then) and less than half the reservation is left.  An
  * idle server writes nothing.  Returns how long to sleep before the next
