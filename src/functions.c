@@ -106,31 +106,41 @@ fn_stats_tupdesc(FunctionCallInfo fcinfo, int max_columns)
 }
 
 /*
- * Reserve ids (GeneratorReserve), running the lease's waits when the
- * generator asks for them: the one place that puts the two together.
+ * The generator answered a GeneratorWait: run the lease's wait it asks for,
+ * then reserve again, until it gives ids (or a wait throws).
  */
-static int64
+static pg_noinline int64
+fn_reserve_after_wait(int64 answer, int64 until_ms, int32 node_value, int64 count,
+					  bool may_borrow, const char *caller, int64 *reserved)
+{
+	while (answer < 0)
+	{
+		if (answer == GENERATOR_NEEDS_HORIZON)
+			LeaseAwaitHorizon(until_ms, caller);
+		else
+			LeaseAwaitWorker(caller);	/* throws unless a lease came */
+		answer = GeneratorReserve(node_value, count, may_borrow, caller, reserved,
+								  &until_ms);
+	}
+	return answer;
+}
+
+/*
+ * Reserve ids: the one place that puts the generator and the lease
+ * together.  The common path is the first call alone.
+ */
+static inline int64
 fn_reserve(int32 node_value, int64 count, bool may_borrow, const char *caller,
 		   int64 *reserved)
 {
-	for (;;)
-	{
-		int64		first;
-		int64		until_ms;
+	int64		until_ms;
+	int64		answer = GeneratorReserve(node_value, count, may_borrow, caller,
+										  reserved, &until_ms);
 
-		switch (GeneratorReserve(node_value, count, may_borrow, caller, &first,
-								 reserved, &until_ms))
-		{
-			case GENERATOR_ISSUED:
-				return first;
-			case GENERATOR_CLOSED:
-				LeaseAwaitWorker(caller);	/* throws unless a lease came */
-				break;
-			case GENERATOR_NEEDS_HORIZON:
-				LeaseAwaitHorizon(until_ms, caller);
-				break;
-		}
-	}
+	if (likely(answer >= 0))
+		return answer;
+	return fn_reserve_after_wait(answer, until_ms, node_value, count, may_borrow,
+								 caller, reserved);
 }
 
 Datum

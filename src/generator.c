@@ -1057,9 +1057,9 @@ gen_slow_step(GenNode *node, int64 count, bool may_borrow, bool *waited_rollback
  * The slow path: take the node's lock, decide (gen_slow_step), release it,
  * then act on the decision.  Waits start over with a fresh decision.
  */
-static GeneratorResult
+static int64
 gen_reserve_slow(GenNode *node, int64 count, bool may_borrow, const char *caller,
-				 uint64 *first, int64 *reserved, int64 *until_ms)
+				 int64 *reserved, int64 *until_ms)
 {
 	bool		waited_rollback = false;
 
@@ -1089,8 +1089,7 @@ gen_reserve_slow(GenNode *node, int64 count, bool may_borrow, const char *caller
 			case STEP_ISSUED:
 				if (d.tick >= (int64) pg_atomic_read_u64(&gen->fast_limit_tick))
 					gen_mark_due();
-				*first = d.first;
-				return GENERATOR_ISSUED;
+				return (int64) d.first;
 			case STEP_RETRY:
 				break;
 			case STEP_WAIT_TICK:
@@ -1120,24 +1119,19 @@ gen_reserve_slow(GenNode *node, int64 count, bool may_borrow, const char *caller
 	}
 }
 
-GeneratorResult
+int64
 GeneratorReserve(int32 node_value, int64 count, bool may_borrow, const char *caller,
-				 int64 *first, int64 *reserved, int64 *until_ms)
+				 int64 *reserved, int64 *until_ms)
 {
 	GenNode    *node;
-	uint64		at;
-	GeneratorResult result;
+	uint64		first;
 
 	Assert(count > 0);
 	gen_require_state();
 	node = gen_node_of(node_value);
-	if (likely(gen_reserve_fast(node, count, &at, reserved)))
-		result = GENERATOR_ISSUED;
-	else
-		result = gen_reserve_slow(node, count, may_borrow, caller, &at, reserved, until_ms);
-	if (result == GENERATOR_ISSUED)
-		*first = (int64) at;
-	return result;
+	if (likely(gen_reserve_fast(node, count, &first, reserved)))
+		return (int64) first;
+	return gen_reserve_slow(node, count, may_borrow, caller, reserved, until_ms);
 }
 
 /*

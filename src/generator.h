@@ -58,15 +58,17 @@ typedef struct SnowflakeStats
 	TimestampTz stats_since;	/* start-up, or the last reset */
 } SnowflakeStats;
 
-/* What GeneratorReserve did */
-typedef enum GeneratorResult
+/*
+ * What GeneratorReserve answers instead of an id (ids are never negative):
+ * the caller waits for a lease (lease.c), then asks again.
+ */
+typedef enum GeneratorWait
 {
-	GENERATOR_ISSUED,			/* ids reserved */
-	GENERATOR_CLOSED,			/* the worker id is closed, or its lease's
+	GENERATOR_CLOSED = -1,		/* the worker id is closed, or its lease's
 								 * validity lapsed: wait for a lease */
-	GENERATOR_NEEDS_HORIZON		/* the ids lie at or past the lease's
-								 * horizon: wait for it to move */
-} GeneratorResult;
+	GENERATOR_NEEDS_HORIZON = -2	/* the ids lie at or past the lease's
+									 * horizon (*until_ms): wait for it */
+} GeneratorWait;
 
 struct Latch;
 
@@ -76,14 +78,14 @@ extern void GeneratorShmemStartup(void);
 
 /*
  * Reserve up to count (> 0) consecutive ids of node node_value (-1: this
- * server's worker id), all of one tick.  GENERATOR_ISSUED: *first is the
- * first, *reserved says how many.  GENERATOR_NEEDS_HORIZON: *until_ms is
- * the horizon the ids need.  Errors (a clock rollback, a standby, a bad
- * mark, out of range) are thrown; caller names the SQL function.
+ * server's worker id), all of one tick, and return the first; *reserved
+ * says how many.  Or return a GeneratorWait (negative), with *until_ms set
+ * for GENERATOR_NEEDS_HORIZON.  Errors (a clock rollback, a standby, a bad
+ * mark, out of range) are thrown; caller names the SQL function.  Six
+ * arguments, so that all travel in registers: this is the common path.
  */
-extern GeneratorResult GeneratorReserve(int32 node_value, int64 count, bool may_borrow,
-										const char *caller, int64 *first,
-										int64 *reserved, int64 *until_ms);
+extern int64 GeneratorReserve(int32 node_value, int64 count, bool may_borrow,
+							  const char *caller, int64 *reserved, int64 *until_ms);
 extern void GeneratorGetStats(SnowflakeStats *stats);
 extern void GeneratorResetStats(void);
 
