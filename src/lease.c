@@ -33,16 +33,17 @@
  * coordinator, looked up with search_path set to pg_catalog at each
  * connection, so no search_path there can redirect them.
  *
- * Validity is judged here on the monotonic clock, from the moment each
+ * Validity is reckoned on the monotonic clock, from the moment each
  * renewal was sent, less a margin; renewals go out three times per TTL.
- * When validity lapses, or the coordinator no longer knows our secret, the
- * worker id is closed (generator.c) and calls fail until a lease is held
- * again, maybe of another worker id.  The client publishes the lease's
- * limits (validity deadline, horizon) into the generator's node; the
- * generator enforces them and tells its caller, the SQL-callable layer
- * (functions.c), to wait here (LeaseAwaitWorker, LeaseAwaitHorizon).  At a clean shutdown the worker id is
- * closed and released with the exact end of its ids, so a restart takes it
- * back at once.
+ * The client publishes the lease's limits (the validity deadline, the
+ * horizon, the common path's limit) into the generator's node, and the
+ * generator enforces them: a call past one is told so, and the
+ * SQL-callable layer (functions.c) waits here (LeaseAwaitWorker,
+ * LeaseAwaitHorizon).  When validity lapses, or the coordinator no longer
+ * knows our secret, the worker id is closed (generator.c) and calls fail
+ * until a lease is held again, maybe of another worker id.  At a clean
+ * shutdown the worker id is closed and released with the exact end of its
+ * ids, so a restart takes it back at once.
  *
  * The client talks to the coordinator with libpq, non-blocking, waiting on
  * its latch and the socket, so that shutdown and reload are never held up
