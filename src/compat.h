@@ -38,6 +38,17 @@ extern void _PG_init(void);
 #define SNOWFLAKE_NORETURN_AFTER pg_attribute_noreturn()
 #endif
 
+/*
+ * A check hook's extra is freed by the GUC machinery: with free() before
+ * 16, with guc_free() (a pfree in the GUC memory context) from 16 on, so it
+ * must come from the matching allocator.  NULL when out of memory.
+ */
+#if PG_VERSION_NUM >= 160000
+#define SnowflakeGucMalloc(size) guc_malloc(LOG, (size))
+#else
+#define SnowflakeGucMalloc(size) malloc(size)
+#endif
+
 /* strtoi64 appeared in 14; long is 64 bits wide on every LP64 platform */
 #if PG_VERSION_NUM < 140000
 #define strtoi64(str, endptr, base) ((int64) strtoll((str), (endptr), (base)))

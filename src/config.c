@@ -57,13 +57,13 @@ static bool worker_id_configured = false;
 static bool config_final = false;
 
 /*
- * Hand a check hook's result to its assign hook.  The GUC machinery frees
- * extra with free() (guc_free from 16 on), so it comes from malloc.
+ * Hand a check hook's result to its assign hook, in memory the GUC
+ * machinery can free (compat.h).
  */
 static bool
 config_set_extra(void **extra, const void *value, size_t size)
 {
-	*extra = malloc(size);
+	*extra = SnowflakeGucMalloc(size);
 	if (*extra == NULL)
 	{
 		GUC_check_errcode(ERRCODE_OUT_OF_MEMORY);
