@@ -2,7 +2,7 @@
 -- with the same SQLSTATEs, and those of the online path), the dry run, a
 -- small conversion stopped and undone, and who may see and change the
 -- state.  Ids are never printed.  The concurrency, interruptions and the
--- end state against the offline converter's are in TAP test 210.
+-- end state against the offline converter's are in TAP test 250.
 SET timezone = 'UTC';
 \set VERBOSITY default
 \set SHOW_CONTEXT never

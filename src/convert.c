@@ -22,6 +22,51 @@
 #include "fmgr.h"
 #include "utils/rel.h"
 
+/*
+ * The value for the shadow column named shadow_name of the row, from its
+ * source column source_name, as a bigint; *shadow is the shadow's number.
+ */
+static Datum
+sync_shadow_value(Relation rel, HeapTuple tuple, const char *source_name,
+				  const char *shadow_name, int *shadow, bool *isnull)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	int			source = SPI_fnumber(tupdesc, source_name);
+	Datum		value;
+
+	*shadow = SPI_fnumber(tupdesc, shadow_name);
+	if (source <= 0 || *shadow <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of table \"%s\" does not exist",
+						source <= 0 ? source_name : shadow_name,
+						RelationGetRelationName(rel))));
+	if (TupleDescAttr(tupdesc, *shadow - 1)->atttypid != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" of table \"%s\" is not of type bigint",
+						shadow_name, RelationGetRelationName(rel))));
+
+	value = heap_getattr(tuple, source, tupdesc, isnull);
+	if (*isnull)
+		return value;
+	switch (TupleDescAttr(tupdesc, source - 1)->atttypid)
+	{
+		case INT2OID:
+			return Int64GetDatum((int64) DatumGetInt16(value));
+		case INT4OID:
+			return Int64GetDatum((int64) DatumGetInt32(value));
+		case INT8OID:
+			return value;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of table \"%s\" is not of an integer type",
+							source_name, RelationGetRelationName(rel))));
+	}
+	return value;				/* keep the compiler quiet */
+}
+
 PG_FUNCTION_INFO_V1(snowflake_convert_sync);
 
 Datum
@@ -29,7 +74,6 @@ snowflake_convert_sync(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	Trigger    *trigger;
-	TupleDesc	tupdesc;
 	HeapTuple	tuple;
 	int			npairs;
 	int		   *columns;
@@ -54,7 +98,6 @@ snowflake_convert_sync(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("snowflake_convert_sync() needs pairs of column names as arguments")));
 
-	tupdesc = RelationGetDescr(trigdata->tg_relation);
 	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
 		trigdata->tg_newtuple : trigdata->tg_trigtuple;
 
@@ -62,54 +105,13 @@ snowflake_convert_sync(PG_FUNCTION_ARGS)
 	columns = palloc(npairs * sizeof(int));
 	values = palloc(npairs * sizeof(Datum));
 	nulls = palloc(npairs * sizeof(bool));
-
 	for (int i = 0; i < npairs; i++)
-	{
-		const char *source_name = trigger->tgargs[2 * i];
-		const char *shadow_name = trigger->tgargs[2 * i + 1];
-		int			source = SPI_fnumber(tupdesc, source_name);
-		int			shadow = SPI_fnumber(tupdesc, shadow_name);
-		Datum		value;
-		bool		isnull;
+		values[i] = sync_shadow_value(trigdata->tg_relation, tuple,
+									  trigger->tgargs[2 * i],
+									  trigger->tgargs[2 * i + 1],
+									  &columns[i], &nulls[i]);
 
-		if (source <= 0 || shadow <= 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("column \"%s\" of table \"%s\" does not exist",
-							source <= 0 ? source_name : shadow_name,
-							RelationGetRelationName(trigdata->tg_relation))));
-		if (TupleDescAttr(tupdesc, shadow - 1)->atttypid != INT8OID)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column \"%s\" of table \"%s\" is not of type bigint",
-							shadow_name, RelationGetRelationName(trigdata->tg_relation))));
-
-		value = heap_getattr(tuple, source, tupdesc, &isnull);
-		if (!isnull)
-		{
-			switch (TupleDescAttr(tupdesc, source - 1)->atttypid)
-			{
-				case INT2OID:
-					value = Int64GetDatum((int64) DatumGetInt16(value));
-					break;
-				case INT4OID:
-					value = Int64GetDatum((int64) DatumGetInt32(value));
-					break;
-				case INT8OID:
-					break;
-				default:
-					ereport(ERROR,
-							(errcode(ERRCODE_DATATYPE_MISMATCH),
-							 errmsg("column \"%s\" of table \"%s\" is not of an integer type",
-									source_name,
-									RelationGetRelationName(trigdata->tg_relation))));
-			}
-		}
-		columns[i] = shadow;
-		values[i] = value;
-		nulls[i] = isnull;
-	}
-
-	tuple = heap_modify_tuple_by_cols(tuple, tupdesc, npairs, columns, values, nulls);
+	tuple = heap_modify_tuple_by_cols(tuple, RelationGetDescr(trigdata->tg_relation),
+									  npairs, columns, values, nulls);
 	return PointerGetDatum(tuple);
 }
