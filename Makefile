@@ -6,7 +6,13 @@ OBJS = src/snowflake.o src/layout.o src/decision.o src/config.o src/generator.o 
 	src/markwriter.o src/lease.o src/functions.o src/uuidv7.o \
 	src/ff1.o src/idtext.o src/publicid.o src/convert.o
 
-DATA = $(wildcard sql/$(EXTENSION)--*.sql)
+# The install script is assembled from one file per concern (sql/install/),
+# in this order; the upgrade scripts are kept by hand, each frozen at its
+# release.
+INSTALL_PARTS = sql/install/core.sql sql/install/convert.sql sql/install/lease.sql \
+	sql/install/publicid.sql sql/install/convert_online.sql
+DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
+DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql))
 
 PG_CPPFLAGS = -DSNOWFLAKE_VERSION=\"$(EXTVERSION)\" -I$(libpq_srcdir)
 # the lease client talks to the coordinator with libpq, as postgres_fdw does
@@ -64,6 +70,10 @@ $(UNIT_TEST): test/unit/decision_test.c test/unit/unit.h src/decision.c src/deci
 $(FF1_TEST): test/unit/ff1_test.c test/unit/unit.h src/ff1.c src/ff1.h src/idtext.c src/idtext.h
 	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(srcdir)/test/unit -I$(includedir_server) -I$(includedir) \
 		-o $@ test/unit/ff1_test.c src/ff1.c src/idtext.c -L$(pkglibdir) -lpgcommon -lpgport -lcrypto -lm
+
+# (a blank line between two parts)
+$(DATA_built): $(INSTALL_PARTS)
+	awk 'FNR == 1 && NR != 1 { print "" } { print }' $(INSTALL_PARTS) > $@
 
 .PHONY: unitcheck
 unitcheck: $(UNIT_TEST) $(FF1_TEST)

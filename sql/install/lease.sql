@@ -1,0 +1,333 @@
+-- Worker-id leases: the coordinator's side.  Any server with the extension
+-- (no preload needed) can be the coordinator of a fleet: each issuing
+-- server's lease client claims a worker id here, renews it three times per
+-- TTL and releases it at a clean shutdown.
+--
+-- One row per worker id (node value).  generation rises with every claim.
+-- expires_at is on the coordinator's clock.  horizon_ms is the fence: the
+-- holder issues ids of that worker id only below it, and a new holder only
+-- at or above the horizon it finds (previous_horizon_ms of its claim).
+-- floor_ms is that value, kept so that a release never lowers the horizon
+-- below what an earlier holder issued.
+--
+-- A lease belongs to its holder.  The claim carries a secret that the
+-- holder's lease client drew at random when it started (128 bits, as 32
+-- hexadecimal digits), and the row keeps only its SHA-256 (token_hash) and the role
+-- that claimed it (claimed_by).  Renewing or releasing takes the same
+-- secret and the same role.  So another caller, even one that may execute
+-- these functions, can claim a free worker id (a denial of service, which
+-- snowflake.lease_worker_ids and separate coordinators bound) but can
+-- neither renew, release nor learn anything of a lease that is not its own.
+CREATE TABLE snowflake_lease (
+	node integer PRIMARY KEY CHECK (node >= 0),
+	generation bigint NOT NULL CHECK (generation > 0),
+	holder text NOT NULL,
+	expires_at timestamptz NOT NULL,
+	horizon_ms bigint NOT NULL,
+	floor_ms bigint NOT NULL,
+	claimed_at timestamptz NOT NULL,
+	renewed_at timestamptz,
+	released_at timestamptz,
+	claimed_by name,
+	token_hash bytea UNIQUE
+);
+
+COMMENT ON TABLE snowflake_lease IS
+'worker-id leases of the servers this coordinator serves';
+
+-- Rows survive pg_dump and restore: losing a horizon would unfence a worker id.
+SELECT pg_catalog.pg_extension_config_dump('snowflake_lease', '');
+
+-- Only the lease functions write it; monitoring may read every column but
+-- the token hashes.
+REVOKE ALL ON snowflake_lease FROM PUBLIC;
+GRANT SELECT (node, generation, holder, expires_at, horizon_ms, floor_ms, claimed_at,
+			  renewed_at, released_at, claimed_by) ON snowflake_lease TO pg_monitor;
+
+-- The checks every lease call makes of its arguments, and the hash of the
+-- holder's secret, which is all the table keeps of it.  Internal to the
+-- three functions below.  The bounds: a TTL within those of
+-- snowflake.lease_ttl_ms (500 ms to 10 min); a horizon no further than the
+-- TTL plus 5 minutes past this server's clock.  A holder asks for its own
+-- clock plus the TTL plus snowflake.mark_interval_ms (at most 1 min), or,
+-- for borrowed ticks, at most snowflake.max_borrow_ms (1 min) ahead; that
+-- leaves 3 minutes for the clocks of a holder and of the coordinator to
+-- disagree, and no caller can fence a worker id off for longer than the
+-- bound.  NULL ttl_ms and horizon_ms are not checked (a release has
+-- neither).  STABLE (it reads the clock), PARALLEL SAFE, and not STRICT: a
+-- NULL token is an error.
+CREATE FUNCTION _snowflake_lease_check(token text, ttl_ms integer, horizon_ms bigint)
+RETURNS bytea
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	now_ms bigint := (extract(epoch FROM statement_timestamp()) * 1000)::bigint;
+BEGIN
+	IF token IS NULL OR token !~ '^[0-9a-f]{32}$' THEN
+		RAISE EXCEPTION 'invalid lease token'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A lease token is 32 lower-case hexadecimal digits, drawn at random by the lease client.';
+	END IF;
+	IF ttl_ms NOT BETWEEN 500 AND 600000 THEN
+		RAISE EXCEPTION 'time to live % ms is out of range', ttl_ms
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A lease lasts from 500 ms to 600000 ms, as "snowflake.lease_ttl_ms" allows.';
+	END IF;
+	IF horizon_ms < 0 OR horizon_ms > now_ms + ttl_ms + 300000 THEN
+		RAISE EXCEPTION 'horizon % is out of range', horizon_ms
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = format('A horizon lies from 0 to the time to live plus 300000 ms past the coordinator''s clock, %s.', now_ms),
+				  HINT = 'Check that the clocks of the issuing server and of the coordinator agree.';
+	END IF;
+	RETURN sha256(decode(token, 'hex'));
+END
+$$;
+
+COMMENT ON FUNCTION _snowflake_lease_check(text, integer, bigint) IS
+'internal to the lease functions: checks their arguments, returns the hash of the token';
+
+-- The functions are SECURITY DEFINER, so that an issuing server's role needs
+-- only EXECUTE on them, not write access to the table; with a fixed
+-- search_path, and the table found through the extension's schema (the
+-- extension is relocatable), so a caller's search_path cannot hijack them.
+-- VOLATILE (they write), PARALLEL UNSAFE (they write), not STRICT where a
+-- NULL has a meaning (prefer).
+CREATE FUNCTION snowflake_lease_claim(
+	holder text,
+	token text,
+	lows integer[],
+	highs integer[],
+	prefer integer,
+	ttl_ms integer,
+	wanted_horizon_ms bigint,
+	OUT node integer,
+	OUT generation bigint,
+	OUT previous_horizon_ms bigint,
+	OUT horizon_ms bigint,
+	OUT expires_at timestamptz)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER ROWS 1
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	-- the extension's schema, wherever it is now, and the table in it
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
+	hash bytea;
+	candidate integer;
+	stored record;
+	wanted bigint := wanted_horizon_ms;
+BEGIN
+	IF holder IS NULL OR token IS NULL OR lows IS NULL OR highs IS NULL OR ttl_ms IS NULL OR wanted IS NULL THEN
+		RAISE EXCEPTION 'only prefer may be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF length(holder) > 1024 THEN
+		RAISE EXCEPTION 'holder name is too long'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A holder names its server in at most 1024 characters.';
+	END IF;
+	IF cardinality(lows) <> cardinality(highs) OR cardinality(lows) NOT BETWEEN 1 AND 1024 OR
+	   EXISTS (SELECT FROM unnest(lows, highs) r(lo, hi)
+			    WHERE lo IS NULL OR hi IS NULL OR lo < 0 OR lo > hi) THEN
+		RAISE EXCEPTION 'invalid range of worker ids'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'lows and highs are the ends of 1 to 1024 ranges, as many of each, each low from 0 to its high.';
+	END IF;
+	EXECUTE format('SELECT %I._snowflake_lease_check($1, $2, $3)', ext)
+		INTO hash USING token, ttl_ms, wanted;
+
+	-- The same holder again with the same secret: a claim of its that
+	-- committed but whose answer never reached it (a timeout, a
+	-- coordinator frozen and woken), or its own lease that lapsed on its
+	-- side while a late renewal kept it alive here.  It gets it back,
+	-- renewed, with the horizon the holder before it left, rather than
+	-- being locked out of its worker id for a TTL: it issued nothing under
+	-- the first, and keeps above what it issued under the second by its
+	-- own high-water mark of the worker id.
+	EXECUTE format($q$
+		UPDATE %s
+		   SET expires_at = now() + $2 * interval '1 ms',
+		       horizon_ms = greatest(horizon_ms, $3), renewed_at = now()
+		 WHERE token_hash = $1 AND claimed_by = session_user AND released_at IS NULL
+		RETURNING node, generation, floor_ms, horizon_ms, expires_at
+		$q$, tbl)
+		INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
+		USING hash, ttl_ms, wanted;
+	IF node IS NOT NULL THEN
+		RETURN NEXT;
+		RETURN;
+	END IF;
+
+	LOOP
+		-- the preferred worker id if it is free (a restart takes its own
+		-- back), else the lowest free one: a released or expired row, or a
+		-- value without a row
+		EXECUTE format($q$
+			SELECT min(v) FROM (
+				SELECT l.node AS v FROM %1$s l
+				 WHERE l.node = $3 AND l.expires_at <= now()
+				UNION ALL
+				SELECT $3 WHERE NOT EXISTS (SELECT FROM %1$s WHERE node = $3)
+			) p
+			 WHERE v IS NOT NULL
+			   AND EXISTS (SELECT FROM unnest($1, $2) r(lo, hi) WHERE v BETWEEN lo AND hi)
+			$q$, tbl)
+			INTO candidate USING lows, highs, prefer;
+		IF candidate IS NULL THEN
+			EXECUTE format($q$
+				SELECT min(v) FROM (
+					SELECT l.node AS v
+					  FROM %1$s l, unnest($1, $2) r(lo, hi)
+					 WHERE l.node BETWEEN lo AND hi AND l.expires_at <= now()
+					UNION ALL
+					SELECT lo FROM unnest($1, $2) r(lo, hi)
+					 WHERE NOT EXISTS (SELECT FROM %1$s WHERE node = lo)
+					UNION ALL
+					SELECT l.node + 1
+					  FROM %1$s l, unnest($1, $2) r(lo, hi)
+					 WHERE l.node >= lo AND l.node < hi
+					   AND NOT EXISTS (SELECT FROM %1$s m WHERE m.node = l.node + 1)
+				) c
+				$q$, tbl)
+				INTO candidate USING lows, highs;
+		END IF;
+		IF candidate IS NULL THEN
+			RETURN;				-- every worker id of the ranges is leased
+		END IF;
+
+		-- take it under its row lock; another claimer may be quicker.
+		-- (A released lease of this secret gives the secret up first: the
+		-- secret holds one lease at a time.)
+		EXECUTE format('UPDATE %s SET token_hash = NULL WHERE token_hash = $1 AND released_at IS NOT NULL', tbl)
+			USING hash;
+		EXECUTE format('SELECT horizon_ms, expires_at FROM %s WHERE node = $1 FOR UPDATE', tbl)
+			INTO stored USING candidate;
+		IF stored IS NULL THEN
+			EXECUTE format($q$
+				INSERT INTO %s (node, generation, holder, expires_at, horizon_ms, floor_ms, claimed_at,
+								claimed_by, token_hash)
+				VALUES ($1, 1, $2, now() + $3 * interval '1 ms', $4, 0, now(), session_user, $5)
+				ON CONFLICT (node) DO NOTHING
+				RETURNING node, generation, 0::bigint, horizon_ms, expires_at
+				$q$, tbl)
+				INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
+				USING candidate, holder, ttl_ms, wanted, hash;
+		ELSIF stored.expires_at <= now() THEN
+			EXECUTE format($q$
+				UPDATE %s
+				   SET generation = generation + 1, holder = $2,
+				       expires_at = now() + $3 * interval '1 ms',
+				       floor_ms = horizon_ms, horizon_ms = greatest(horizon_ms, $4),
+				       claimed_at = now(), renewed_at = NULL, released_at = NULL,
+				       claimed_by = session_user, token_hash = $5
+				 WHERE node = $1
+				RETURNING node, generation, floor_ms, horizon_ms, expires_at
+				$q$, tbl)
+				INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
+				USING candidate, holder, ttl_ms, wanted, hash;
+		ELSE
+			node := NULL;		-- taken meanwhile: look again
+		END IF;
+		IF node IS NOT NULL THEN
+			RETURN NEXT;
+			RETURN;
+		END IF;
+	END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint) IS
+'claim a free worker id among the ranges, held by the secret token: prefer it if free, else the lowest free; no row if none is';
+
+CREATE FUNCTION snowflake_lease_renew(
+	node integer,
+	token text,
+	ttl_ms integer,
+	wanted_horizon_ms bigint,
+	OUT renewed boolean,
+	OUT horizon_ms bigint,
+	OUT expires_at timestamptz)
+RETURNS record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	-- the extension's schema, wherever it is now, and the table in it
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
+	hash bytea;
+BEGIN
+	IF $1 IS NULL OR token IS NULL OR ttl_ms IS NULL OR wanted_horizon_ms IS NULL THEN
+		RAISE EXCEPTION 'no argument may be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	EXECUTE format('SELECT %I._snowflake_lease_check($1, $2, $3)', ext)
+		INTO hash USING token, ttl_ms, wanted_horizon_ms;
+	-- only the holder's secret and role renew it, lapsed or not (a lapsed
+	-- lease nobody claimed is still its holder's); anyone else learns
+	-- nothing, not even whether the row exists
+	EXECUTE format($q$
+		UPDATE %s
+		   SET expires_at = now() + $3 * interval '1 ms',
+		       horizon_ms = greatest(horizon_ms, $4), renewed_at = now()
+		 WHERE node = $1 AND token_hash = $2 AND claimed_by = session_user AND released_at IS NULL
+		RETURNING true, horizon_ms, expires_at
+		$q$, tbl)
+		INTO renewed, horizon_ms, expires_at
+		USING $1, hash, ttl_ms, wanted_horizon_ms;
+	renewed := coalesce(renewed, false);
+END
+$$;
+
+COMMENT ON FUNCTION snowflake_lease_renew(integer, text, integer, bigint) IS
+'renew the lease held by this secret token, recording a horizon at least that far; renewed is false otherwise';
+
+CREATE FUNCTION snowflake_lease_release(node integer, token text, end_ms bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	-- the extension's schema, wherever it is now, and the table in it
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
+	hash bytea;
+	released boolean;
+BEGIN
+	IF $1 IS NULL OR token IS NULL OR end_ms IS NULL OR end_ms < 0 THEN
+		RAISE EXCEPTION 'invalid release'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A release names a worker id, its token and the end of its ids, from 0.';
+	END IF;
+	EXECUTE format('SELECT %I._snowflake_lease_check($1, NULL, NULL)', ext)
+		INTO hash USING token;
+	-- the holder's ids all lie below end_ms: their exact end may lower the
+	-- horizon, never below what an earlier holder issued, and never raise it
+	EXECUTE format($q$
+		UPDATE %s
+		   SET expires_at = now(), released_at = now(),
+		       horizon_ms = greatest(floor_ms, least(horizon_ms, $3))
+		 WHERE node = $1 AND token_hash = $2 AND claimed_by = session_user AND released_at IS NULL
+		RETURNING true
+		$q$, tbl)
+		INTO released USING $1, hash, end_ms;
+	RETURN coalesce(released, false);
+END
+$$;
+
+COMMENT ON FUNCTION snowflake_lease_release(integer, text, bigint) IS
+'release the lease held by this secret token, with the exact end of its ids; false otherwise';
+
+-- Issuing servers connect with a role granted EXECUTE on these three:
+--   GRANT EXECUTE ON FUNCTION snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
+--     snowflake_lease_renew(integer, text, integer, bigint),
+--     snowflake_lease_release(integer, text, bigint) TO snowflake_fleet;
+REVOKE ALL ON FUNCTION _snowflake_lease_check(text, integer, bigint),
+	snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
+	snowflake_lease_renew(integer, text, integer, bigint),
+	snowflake_lease_release(integer, text, bigint) FROM PUBLIC;
