@@ -87,6 +87,39 @@ REVOKE SELECT (customer_id) ON shop.notes FROM regress_online_clerk;
 ALTER TABLE shop.notes ADD COLUMN customer_id_snowflake text;
 CALL sfx.snowflake_convert_column_online('shop.customers');
 DROP TABLE shop.notes;
+-- Triggers and rules that the backfill's updates would fire: refused when
+-- enabled, on UPDATE with no column list; not when disabled or on other
+-- columns.
+CREATE FUNCTION shop.touch() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+CREATE TRIGGER orders_touch BEFORE UPDATE ON shop.orders FOR EACH ROW EXECUTE FUNCTION shop.touch();
+CALL sfx.snowflake_convert_column_online('shop.customers', dry_run => true);
+ALTER TABLE shop.orders DISABLE TRIGGER orders_touch;
+CREATE TRIGGER orders_audit AFTER UPDATE ON shop.orders FOR EACH STATEMENT EXECUTE FUNCTION shop.touch();
+ALTER TABLE shop.orders ENABLE ALWAYS TRIGGER orders_audit;
+CALL sfx.snowflake_convert_column_online('shop.customers', dry_run => true);
+DROP TRIGGER orders_audit ON shop.orders;
+CREATE TRIGGER orders_amount BEFORE UPDATE OF amount ON shop.orders FOR EACH ROW EXECUTE FUNCTION shop.touch();
+CREATE RULE orders_log AS ON UPDATE TO shop.orders DO ALSO NOTIFY orders;
+CALL sfx.snowflake_convert_column_online('shop.customers', dry_run => true);
+DROP RULE orders_log ON shop.orders;
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('shop.customers', dry_run => true);
+RESET client_min_messages;
+DROP TRIGGER orders_touch ON shop.orders;
+DROP TRIGGER orders_amount ON shop.orders;
+DROP FUNCTION shop.touch();
+-- Values not below the next id: refused before anything changes, as offline.
+CREATE TABLE shop.future (id bigserial PRIMARY KEY);
+INSERT INTO shop.future VALUES (9000000000000000000);
+\set VERBOSITY sqlstate
+CALL sfx.snowflake_convert_column_online('shop.future');
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('shop.future', dry_run => true);
+RESET client_min_messages;
+\set VERBOSITY default
+SELECT count(*) AS conversions, (SELECT count(*) FROM pg_attribute WHERE attrelid = 'shop.future'::regclass AND attname = 'id_snowflake') AS shadows
+  FROM sfx.snowflake_online_conversions;
+DROP TABLE shop.future;
 
 -- Stopped after the backfill: the state and the view show it, and the
 -- trigger keeps the shadow columns.  (Quietly: the backfill's notices
@@ -108,25 +141,64 @@ VALUES ('shop.customers', 'id', 'swap', '{}', '{}', false, '{}');
 SELECT table_name, step FROM sfx.snowflake_online_conversions;
 RESET ROLE;
 
--- A row that a table's owner wrote by hand cannot steer a more privileged
--- caller: the clerk's own table, its row naming shop.orders (neither the
--- clerk's nor referencing the clerk's table).  A superuser's call and its
--- abort refuse it, and the view lists no statement for it.
+-- The owner of a table whose conversion also widens another role's table
+-- neither sees nor changes its row: the clerk's table, referenced from a
+-- table of the superuser's, converted by the superuser.  So the clerk
+-- cannot skip the backfill of the superuser's table by editing the row,
+-- nor write a row naming a table that is not the clerk's.
 CREATE SCHEMA clerk AUTHORIZATION regress_online_clerk;
 SET ROLE regress_online_clerk;
 CREATE TABLE clerk.items (id serial PRIMARY KEY);
+INSERT INTO clerk.items SELECT FROM generate_series(1, 20);
+RESET ROLE;
+CREATE TABLE shop.item_refs (id serial PRIMARY KEY, item_id integer REFERENCES clerk.items);
+INSERT INTO shop.item_refs (item_id) SELECT g FROM generate_series(1, 20) g;
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('clerk.items', stop_after => 'add');
+RESET client_min_messages;
+SET ROLE regress_online_clerk;
+SELECT count(*) AS rows_seen FROM sfx.snowflake_online_state;
+WITH u AS (UPDATE sfx.snowflake_online_state SET step = 'swap', backfill_tables = '{clerk.items}' RETURNING 1)
+SELECT count(*) AS rows_updated FROM u;
+WITH d AS (DELETE FROM sfx.snowflake_online_state RETURNING 1)
+SELECT count(*) AS rows_deleted FROM d;
 INSERT INTO sfx.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables)
 VALUES ('clerk.items', 'id', 'index', '{clerk.items,shop.orders}', '{id,customer_id}', false, '{clerk.items,shop.orders}');
+-- The clerk's conversion of a table of its own writes, reads and deletes
+-- its row as before.
+CREATE TABLE clerk.own (id serial PRIMARY KEY);
+INSERT INTO clerk.own SELECT FROM generate_series(1, 20);
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('clerk.own', stop_after => 'backfill');
+RESET client_min_messages;
+SELECT table_name, step, rows_done FROM sfx.snowflake_online_conversions WHERE table_name = 'clerk.own'::regclass;
+SELECT tbl, step FROM sfx.snowflake_online_state;
+CALL sfx.snowflake_convert_column_online('clerk.own', abort => true);
+-- Row-level security that applies to the clerk: refused, for the backfill
+-- would not see every row.
+ALTER TABLE clerk.own ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+CALL sfx.snowflake_convert_column_online('clerk.own', dry_run => true);
 RESET ROLE;
+SELECT table_name, step FROM sfx.snowflake_online_conversions;
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('clerk.items', abort => true);
+RESET client_min_messages;
+DROP TABLE shop.item_refs;
+
+-- Nor can a row written by hand (by a superuser, or restored from a dump of
+-- another database) steer a call: the clerk's own table, its row naming
+-- shop.orders (neither the clerk's nor referencing the clerk's table).  A
+-- superuser's call and its abort refuse it, and the view lists no
+-- statement for it.
+INSERT INTO sfx.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables)
+VALUES ('clerk.items', 'id', 'index', '{clerk.items,shop.orders}', '{id,customer_id}', false, '{clerk.items,shop.orders}');
 \set VERBOSITY sqlstate
 CALL sfx.snowflake_convert_column_online('clerk.items');
 CALL sfx.snowflake_convert_column_online('clerk.items', abort => true);
 \set VERBOSITY default
 CALL sfx.snowflake_convert_column_online('clerk.items');
 SELECT table_name, step, pending FROM sfx.snowflake_online_conversions WHERE table_name = 'clerk.items'::regclass;
-SET ROLE regress_online_clerk;
 DELETE FROM sfx.snowflake_online_state WHERE tbl = 'clerk.items'::regclass;
-RESET ROLE;
 DROP SCHEMA clerk CASCADE;
 SELECT table_name FROM sfx.snowflake_online_conversions;
 

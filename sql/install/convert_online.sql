@@ -70,14 +70,21 @@ SELECT pg_catalog.pg_extension_config_dump('snowflake_online_state', '');
 
 -- The procedure is SECURITY INVOKER and runs as the tables' owner, so every
 -- role may write here, but row-level security confines each role to the
--- rows of tables it owns (as pg_has_role() counts ownership, like
--- PostgreSQL's own checks): nobody can skip another owner's backfill or
--- validation by editing its row.  Superusers and the extension's owner
--- bypass the policy.
+-- rows of conversions all of whose tables it owns (as pg_has_role() counts
+-- ownership, like PostgreSQL's own checks), as the procedure needs of its
+-- caller: the owner of the converted table cannot see or change the row of
+-- a conversion that also widens another role's table (a superuser's), and
+-- so cannot skip that table's backfill by editing it.  Superusers and the
+-- extension's owner bypass the policy.  (Tables dropped since count no
+-- more.)
 ALTER TABLE snowflake_online_state ENABLE ROW LEVEL SECURITY;
 CREATE POLICY snowflake_online_state_owner ON snowflake_online_state
-	USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE'))
-	WITH CHECK (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE'));
+	USING (NOT EXISTS (SELECT FROM pg_catalog.pg_class c
+						WHERE c.oid = ANY (tbl::oid || rels::oid[] || backfill_tables::oid[])
+						  AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')))
+	WITH CHECK (NOT EXISTS (SELECT FROM pg_catalog.pg_class c
+							 WHERE c.oid = ANY (tbl::oid || rels::oid[] || backfill_tables::oid[])
+							   AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')));
 GRANT SELECT, INSERT, UPDATE, DELETE ON snowflake_online_state TO PUBLIC;
 
 -- The plan: every statement of an online conversion, by step, from the
@@ -222,6 +229,55 @@ BEGIN
 			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
 				USING ERRCODE = 'feature_not_supported',
 					  DETAIL = format('Column "%s" of table %s has privileges of its own, which the online conversion does not carry over.', v_r.att, v_r.r),
+					  HINT = v_offline;
+		END IF;
+
+		-- The backfill updates every row of these tables: a trigger or rule
+		-- of theirs that fires on that (on UPDATE, with no column list or
+		-- one naming a shadow column, enabled as this session's
+		-- session_replication_role sees it) would run for every row,
+		-- changing rows (an updated_at) or writing for each (an audit log),
+		-- and with the caller's rights; the offline rewrite fires none.
+		SELECT x.r, x.what INTO v_r
+		  FROM (SELECT t.tgrelid::regclass AS r, format('trigger "%s"', t.tgname) AS what, t.tgenabled AS enabled
+				  FROM pg_trigger t
+				 WHERE t.tgrelid = ANY (v_stables) AND NOT t.tgisinternal AND (t.tgtype & 16) <> 0
+				   AND NOT (t.tgname = 'zz_snowflake_sync'
+							AND t.tgfoid IN (SELECT p.oid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+											  WHERE n.nspname = nsp AND p.proname = 'snowflake_convert_sync'))
+				   AND (cardinality(t.tgattr::int2[]) = 0
+						OR EXISTS (SELECT FROM pg_attribute a
+									WHERE a.attrelid = t.tgrelid AND a.attnum = ANY (t.tgattr::int2[])
+									  AND a.attname = ANY (v_snew)))
+				UNION ALL
+				SELECT w.ev_class::regclass, format('rule "%s"', w.rulename), w.ev_enabled
+				  FROM pg_rewrite w
+				 WHERE w.ev_class = ANY (v_stables) AND w.ev_type = '2') x
+		 WHERE x.enabled = 'A'
+			OR x.enabled = CASE current_setting('session_replication_role') WHEN 'replica' THEN 'R' ELSE 'O' END
+		 ORDER BY x.r::text, x.what
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Table %s has %s on UPDATE, which would fire for every row the backfill updates, with your rights.',
+									  v_r.r, v_r.what),
+					  HINT = v_offline;
+		END IF;
+
+		-- Rows that row-level security hides from the caller would be left
+		-- out of the backfill, and lose their values at the swap.
+		SELECT c.oid::regclass AS r INTO v_r
+		  FROM pg_class c
+		 WHERE c.oid = ANY (v_stables) AND c.relrowsecurity
+		   AND (c.relforcerowsecurity OR NOT pg_has_role(c.relowner, 'USAGE'))
+		   AND NOT EXISTS (SELECT FROM pg_roles o WHERE o.rolname = current_user AND (o.rolsuper OR o.rolbypassrls))
+		 ORDER BY 1
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Row-level security of table %s applies to you, so the backfill would not see every row.', v_r.r),
 					  HINT = v_offline;
 		END IF;
 
@@ -861,6 +917,37 @@ $locked$;
 COMMENT ON FUNCTION _snowflake_online_locked(text, oid[], text, text[], name) IS
 'internal to snowflake_convert_column_online(): one step''s statements under its locks, if nothing changed; how long it held them';
 
+-- The offline converter's last refusal: every existing value of the key
+-- below next_id, an id just drawn (each id of this server is greater than
+-- every earlier one), or a new id could repeat an old one.  Checked when a
+-- conversion starts (a dry run too), so that a backfill is not spent on a
+-- table that cannot be converted, and again by the swap under its locks,
+-- where no row can arrive between the check and the change.  STABLE: it
+-- reads the table.
+CREATE FUNCTION _snowflake_online_below(tbl regclass, col name, next_id bigint, nsp name)
+RETURNS void
+LANGUAGE plpgsql
+STABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $below$
+DECLARE
+	v_max bigint;
+	v_text text;
+BEGIN
+	EXECUTE format('SELECT max(%I)::bigint FROM %s', col, tbl) INTO v_max;
+	IF v_max >= next_id THEN
+		EXECUTE format('SELECT %I.snowflake_timestamp($1)::text', nsp) INTO v_text USING v_max;
+		RAISE EXCEPTION 'column "%" of table % holds values not below the next Snowflake id', col, tbl
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Its largest value is %s, which Snowflake ids reach only at %s: until then new ids could repeat existing values.', v_max, v_text),
+				  HINT = 'Keep the column''s current default, or renumber those rows first.';
+	END IF;
+END
+$below$;
+
+COMMENT ON FUNCTION _snowflake_online_below(regclass, name, bigint, name) IS
+'internal to snowflake_convert_column_online(): refuses a key with values not below next_id';
+
 -- The swap's transaction: as above, and between the statements before and
 -- after it, the sequence's, identity's and default's of the key from the
 -- offline converter (computed here, under the locks: an identity's position
@@ -893,8 +980,6 @@ AS $swap$
 DECLARE
 	v_stmt text;
 	v_now text;
-	v_max bigint;
-	v_text text;
 	v_locked timestamptz;
 BEGIN
 	EXECUTE lock_stmt;
@@ -903,14 +988,7 @@ BEGIN
 	IF v_now IS DISTINCT FROM fingerprint THEN
 		RETURN NULL;
 	END IF;
-	EXECUTE format('SELECT max(%I)::bigint FROM %s', col, tbl) INTO v_max;
-	IF v_max >= next_id THEN
-		EXECUTE format('SELECT %I.snowflake_timestamp($1)::text', nsp) INTO v_text USING v_max;
-		RAISE EXCEPTION 'column "%" of table % holds values not below the next Snowflake id', col, tbl
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  DETAIL = format('Its largest value is %s, which Snowflake ids reach only at %s: until then new ids could repeat existing values.', v_max, v_text),
-				  HINT = 'Keep the column''s current default, or renumber those rows first.';
-	END IF;
+	EXECUTE format('SELECT %I._snowflake_online_below($1, $2, $3, $4)', nsp) USING tbl, col, next_id, nsp;
 	FOREACH v_stmt IN ARRAY before LOOP
 		EXECUTE v_stmt;
 	END LOOP;
@@ -1219,6 +1297,10 @@ BEGIN
 						v_dry_rows := v_dry_rows + 1;
 					END IF;
 				END LOOP;
+				IF v_state.tbl IS NULL AND NOT v_plan.converted THEN
+					EXECUTE format('SELECT %I._snowflake_online_below($1, $2, %I.snowflake_nextval(), $3)', v_nsp, v_nsp)
+					  USING tbl, col, v_nsp;
+				END IF;
 				IF dry_run THEN
 					IF v_state.tbl IS NOT NULL THEN
 						RAISE NOTICE 'in progress: at step %', v_state.step;
