@@ -255,14 +255,22 @@ gen_publish_mark(int64 mark_ms, bool open_fast_path)
 						(uint64) gen_limit_tick(GenFastLimitMs(mark_ms, snowflake_mark_interval_ms)));
 }
 
-/* The node's ids: those of the ticks before next's, and next's sequence. */
+/*
+ * The node's ids: those of the ticks before next's, and next's sequence.
+ * ids_before first: a call adds to it only after moving next, so next read
+ * afterwards is at least that far, and a count read under load can only
+ * lack the ids of calls between their compare-and-swap and their add, never
+ * count a tick's sequence twice.
+ */
 static int64
 gen_ids_issued(GenNode *node)
 {
-	uint64		next = pg_atomic_read_u64(&node->next);
+	int64		before = (int64) pg_atomic_read_u64(&node->ids_before);
+	uint64		next;
 
-	return (int64) pg_atomic_read_u64(&node->ids_before) +
-		(next == GEN_CLOSED ? 0 : GenSequenceOf(&snowflake_layout, next));
+	pg_read_barrier();
+	next = pg_atomic_read_u64(&node->next);
+	return before + (next == GEN_CLOSED ? 0 : GenSequenceOf(&snowflake_layout, next));
 }
 
 /*
