@@ -121,6 +121,42 @@ GenAfter(const SnowflakeLayout *layout, uint64 first, int64 count)
 }
 
 /*
+ * The ids issued by moving a node's next word from old to after with count
+ * ids: count, less what moves into the count of earlier ticks (old's
+ * sequence, when after leaves its tick).  What a call adds to the node's
+ * count of ids of earlier ticks.
+ */
+static inline int64
+GenCountedBefore(const SnowflakeLayout *layout, uint64 old, uint64 after, int64 count)
+{
+	return count + GenSequenceOf(layout, old) - GenSequenceOf(layout, after);
+}
+
+/* The tick of the last id issued before next: next's own, or the one before. */
+static inline int64
+GenLastTick(const SnowflakeLayout *layout, uint64 next)
+{
+	return GenTickOf(layout, next) - (GenSequenceOf(layout, next) == 0 ? 1 : 0);
+}
+
+/* The first tick no id before next lies in: next's, or the one after. */
+static inline int64
+GenEndTick(const SnowflakeLayout *layout, uint64 next)
+{
+	return GenTickOf(layout, next) + (GenSequenceOf(layout, next) > 0 ? 1 : 0);
+}
+
+/*
+ * A new mark: a reservation of interval_ms from the clock, and at least the
+ * end of need_tick, the tick a call waits to issue in.
+ */
+static inline int64
+GenMarkTargetMs(const SnowflakeLayout *layout, int64 now_ms, int64 interval_ms, int64 need_tick)
+{
+	return Max(now_ms + interval_ms, SnowflakeTickStart(layout, need_tick + 1));
+}
+
+/*
  * The common path stops this share of snowflake.mark_interval_ms short of
  * a limit (the mark, a lease's horizon), so that at full load the limit is
  * extended before any call gets there.

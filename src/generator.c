@@ -26,7 +26,7 @@
  * clock while ids are being issued, so the common path never waits for a
  * disk.  A call that gets near the mark wakes the writer; a call that
  * reaches it waits for a write on a condition variable (cancellable), or
- * writes the mark itself when no one else is writing.  Without the worker,
+ * writes the mark itself when no one else is writing.  Without the writer,
  * the call that first crosses the refresh point writes it, after issuing.
  * At start-up the mark found on disk becomes the floor of every node; a
  * clean shutdown records the exact last tick.
@@ -74,9 +74,9 @@
 #include "mark.h"
 #include "snowflake.h"
 
-int			snowflake_rollback_tolerance_ms = 5;
-int			snowflake_mark_interval_ms = 1000;
-int			snowflake_max_borrow_ms = 0;
+static int	snowflake_rollback_tolerance_ms = GEN_ROLLBACK_TOLERANCE_DEFAULT_MS;
+int			snowflake_mark_interval_ms = GEN_MARK_INTERVAL_DEFAULT_MS;
+static int	snowflake_max_borrow_ms = 0;
 
 /* Why the generator refuses to issue ids, decided when the mark is loaded */
 typedef enum GeneratorProblem
@@ -147,7 +147,7 @@ typedef struct GeneratorState
 	pg_atomic_uint64 need_tick; /* the largest tick a call waited to see
 								 * below the mark */
 	pg_atomic_uint32 writer;	/* pid of the process writing a mark, or 0 */
-	pg_atomic_uint32 wanted;	/* a call asks the worker for a mark */
+	pg_atomic_uint32 wanted;	/* a call asks the mark writer for a mark */
 	ConditionVariable mark_cv;	/* broadcast when a write ends */
 	pg_atomic_uint64 mark_writes;
 	pg_atomic_uint64 backend_mark_writes;	/* of those, by calls */
@@ -287,7 +287,7 @@ gen_advance(GenNode *node, uint64 *old, uint64 after, int64 count)
 
 	if (!pg_atomic_compare_exchange_u64(&node->next, old, after))
 		return false;
-	counted = count + GenSequenceOf(layout, *old) - GenSequenceOf(layout, after);
+	counted = GenCountedBefore(layout, *old, after, count);
 	if (counted != 0)
 		pg_atomic_fetch_add_u64(&node->ids_before, counted);
 	return true;
@@ -520,9 +520,8 @@ static int64
 gen_end_of(GenNode *node, uint64 next)
 {
 	const SnowflakeLayout *layout = &snowflake_layout;
-	int64		end = GenTickOf(layout, next) + (GenSequenceOf(layout, next) > 0 ? 1 : 0);
-
-	return Max(node->has_floor ? node->floor_ms : 0, SnowflakeTickStart(layout, end));
+	return Max(node->has_floor ? node->floor_ms : 0,
+			   SnowflakeTickStart(layout, GenEndTick(layout, next)));
 }
 
 static int64
@@ -717,7 +716,7 @@ typedef enum GenWriteResult
  * every tick a call waits for, unless another process is writing one: then
  * return at once.  File errors are reported at elevel; the role of writer
  * is given up in every case, and the waiters woken.  by_call: a call writes
- * it, not the worker.
+ * it, not the mark writer.
  */
 static GenWriteResult
 gen_write_mark(int elevel, bool by_call)
@@ -747,8 +746,7 @@ gen_write_mark(int elevel, bool by_call)
 
 		/* never below the mark in force: ids may have been issued up to it */
 		m.written_ms = ClockNowMs();
-		mark_ms = Max(m.written_ms + snowflake_mark_interval_ms,
-					  SnowflakeTickStart(layout, need + 1));
+		mark_ms = GenMarkTargetMs(layout, m.written_ms, snowflake_mark_interval_ms, need);
 		mark_ms = Max(mark_ms, (int64) pg_atomic_read_u64(&gen->mark_ms));
 		m.clean = false;
 		m.layout = *layout;
@@ -786,7 +784,7 @@ gen_need_tick(int64 tick)
 
 /*
  * An id was issued in a tick past the refresh point: the mark must be
- * extended soon.  Wake the worker; without one, write it here (as a
+ * extended soon.  Wake the mark writer; without one, write it here (as a
  * warning on failure: the id is issued already, and the next call tries
  * again).
  */
@@ -794,12 +792,12 @@ static void
 gen_mark_due(void)
 {
 	Latch	   *latch;
-	bool		log_no_worker;
+	bool		log_no_writer;
 
 	SpinLockAcquire(&gen->mutex);
 	latch = gen->writer_latch;
-	log_no_worker = latch == NULL && !gen->logged_no_writer;
-	if (log_no_worker)
+	log_no_writer = latch == NULL && !gen->logged_no_writer;
+	if (log_no_writer)
 		gen->logged_no_writer = true;
 	SpinLockRelease(&gen->mutex);
 
@@ -809,9 +807,9 @@ gen_mark_due(void)
 		SetLatch(latch);
 		return;
 	}
-	if (log_no_worker)
+	if (log_no_writer)
 		ereport(LOG,
-				(errmsg("snowflake's background worker is not running: backends write the high-water mark themselves"),
+				(errmsg("the snowflake mark writer is not running: backends write the high-water mark themselves"),
 				 errhint("Check the server log for why it did not start, such as \"max_worker_processes\" being too low.")));
 	(void) gen_write_mark(WARNING, true);
 }
@@ -993,7 +991,7 @@ gen_situation(GenNode *node, uint64 next, bool may_borrow, GenSituation *s)
 	 * the common path takes only the clock's own tick, so then the tick's
 	 * start is a bound.
 	 */
-	last_tick = GenTickOf(layout, next) - (GenSequenceOf(layout, next) == 0 ? 1 : 0);
+	last_tick = GenLastTick(layout, next);
 	s->clock_then_ms = next == node->slow_next ? node->slow_clock_ms :
 		SnowflakeTickStart(layout, last_tick);
 	s->mark_tick = (int64) pg_atomic_read_u64(&gen->mark_tick);
@@ -1366,8 +1364,7 @@ GeneratorGetStats(SnowflakeStats *stats)
 		if (next == GEN_CLOSED)
 			next = node->closed_next;
 		if (issued > 0)
-			end_tick = Max(end_tick, GenTickOf(layout, next) -
-						   (GenSequenceOf(layout, next) == 0 ? 1 : 0));
+			end_tick = Max(end_tick, GenLastTick(layout, next));
 		LWLockAcquire(node->lock, LW_SHARED);
 		stats->ids_issued += issued - node->ids_reset;
 		stats->sequence_waits += node->sequence_waits;
@@ -1393,9 +1390,9 @@ GeneratorInit(void)
 							"Largest backward clock step that is waited out rather than refused.",
 							NULL,
 							&snowflake_rollback_tolerance_ms,
-							5,
+							GEN_ROLLBACK_TOLERANCE_DEFAULT_MS,
 							0,
-							10000,
+							GEN_ROLLBACK_TOLERANCE_MAX_MS,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
@@ -1410,9 +1407,9 @@ GeneratorInit(void)
 							"How far ahead of the clock the durable high-water mark reserves ids.",
 							NULL,
 							&snowflake_mark_interval_ms,
-							1000,
-							10,
-							60000,
+							GEN_MARK_INTERVAL_DEFAULT_MS,
+							GEN_MARK_INTERVAL_MIN_MS,
+							GEN_MARK_INTERVAL_MAX_MS,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
@@ -1423,7 +1420,7 @@ GeneratorInit(void)
 							&snowflake_max_borrow_ms,
 							0,
 							0,
-							60000,
+							GEN_MAX_BORROW_MAX_MS,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);

@@ -33,10 +33,20 @@
 
 #include "layout.h"
 
-/* The generator's settings (generator.c), all SIGHUP */
-extern int	snowflake_rollback_tolerance_ms;
+/*
+ * The generator's settings (generator.c), all SIGHUP.  The mark interval is
+ * the one the lease client reads too (a horizon covers a reservation); the
+ * coordinator's bound on a horizon, the TTL plus 5 minutes, leaves room for
+ * the largest interval and borrow.
+ */
+#define GEN_ROLLBACK_TOLERANCE_DEFAULT_MS	5
+#define GEN_ROLLBACK_TOLERANCE_MAX_MS		10000
+#define GEN_MARK_INTERVAL_DEFAULT_MS		1000
+#define GEN_MARK_INTERVAL_MIN_MS			10
+#define GEN_MARK_INTERVAL_MAX_MS			60000
+#define GEN_MAX_BORROW_MAX_MS				60000
+
 extern int	snowflake_mark_interval_ms;
-extern int	snowflake_max_borrow_ms;
 
 /* Counters and state shown by snowflake_stats() */
 typedef struct SnowflakeStats

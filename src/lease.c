@@ -95,9 +95,17 @@
 #include "lease.h"
 #include "snowflake.h"
 
+/*
+ * The TTL's bounds are also the coordinator's: _snowflake_lease_check()
+ * refuses a TTL outside them.
+ */
+#define LEASE_TTL_DEFAULT_MS	10000
+#define LEASE_TTL_MIN_MS		500
+#define LEASE_TTL_MAX_MS		600000
+
 char	   *snowflake_lease_conninfo = NULL;
-int			snowflake_lease_ttl_ms = 10000;
-char	   *snowflake_lease_worker_ids = NULL;
+static int	snowflake_lease_ttl_ms = LEASE_TTL_DEFAULT_MS;
+static char *snowflake_lease_worker_ids = NULL;
 
 typedef enum LeaseStatus
 {
@@ -404,9 +412,9 @@ LeaseInit(void)
 							"How long a worker id lease lasts without a renewal.",
 							NULL,
 							&snowflake_lease_ttl_ms,
-							10000,
-							500,
-							600000,
+							LEASE_TTL_DEFAULT_MS,
+							LEASE_TTL_MIN_MS,
+							LEASE_TTL_MAX_MS,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
@@ -631,6 +639,20 @@ static int *lease_highs;
 static char *lease_lows_text;	/* the same, as array literals */
 static char *lease_highs_text;
 static char *lease_coordinator_text;	/* host:port/dbname */
+
+/* The next request: a renewal's time after one sent at sent_us. */
+static void
+lease_renew_from(int64 sent_us)
+{
+	held.renew_at_us = sent_us + (int64) LEASE_RENEW_EVERY_MS(snowflake_lease_ttl_ms) * 1000;
+}
+
+/* The next request after one unanswered or refused. */
+static void
+lease_retry_later(void)
+{
+	held.renew_at_us = ClockMonotonicUs() + (int64) LEASE_RETRY_MS(snowflake_lease_ttl_ms) * 1000;
+}
 
 /* This client's secret, drawn once */
 static void
@@ -965,7 +987,7 @@ lease_publish(int64 sent_us)
 	TimestampTz now = GetCurrentTimestamp();
 
 	held.valid_until_us = lease_valid_until_us(sent_us);
-	held.renew_at_us = sent_us + (int64) LEASE_RENEW_EVERY_MS(snowflake_lease_ttl_ms) * 1000;
+	lease_renew_from(sent_us);
 	valid_ms = ClockNowMs() + (held.valid_until_us - now_us) / 1000;
 
 	LWLockAcquire(lease->lock, LW_EXCLUSIVE);
@@ -1075,7 +1097,7 @@ lease_claim(void)
 					  7, params);
 	if (res == NULL)
 		return false;
-	held.renew_at_us = sent_us + (int64) LEASE_RENEW_EVERY_MS(snowflake_lease_ttl_ms) * 1000;
+	lease_renew_from(sent_us);
 	if (PQntuples(res) == 0 && PQnfields(res) == 5)
 	{
 		PQclear(res);
@@ -1140,7 +1162,7 @@ lease_renew(void)
 	{
 		PQclear(res);
 		/* not renewed: it lapses by itself */
-		held.renew_at_us = ClockMonotonicUs() + (int64) LEASE_RETRY_MS(snowflake_lease_ttl_ms) * 1000;
+		lease_retry_later();
 		lease_refuse_answer("a renewal", "not one row of renewed, horizon_ms, expires_at");
 		return true;
 	}
@@ -1160,7 +1182,7 @@ lease_renew(void)
 									   PQgetvalue(res, 0, 1), wanted);
 
 		PQclear(res);
-		held.renew_at_us = ClockMonotonicUs() + (int64) LEASE_RETRY_MS(snowflake_lease_ttl_ms) * 1000;
+		lease_retry_later();
 		lease_refuse_answer("a renewal", problem);
 		return true;
 	}
@@ -1322,8 +1344,7 @@ lease_claim_or_renew(void)
 				(errmsg("the snowflake lease coordinator did not answer: %s", reason)));
 		trouble_logged = true;
 	}
-	held.renew_at_us = ClockMonotonicUs() +
-		(int64) LEASE_RETRY_MS(snowflake_lease_ttl_ms) * 1000;
+	lease_retry_later();
 }
 
 /* Sleep until the next request or the end of validity, or a wake-up. */

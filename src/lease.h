@@ -32,10 +32,8 @@ typedef struct LeaseInfo
 	int64		requests;		/* claims, renewals and releases sent */
 } LeaseInfo;
 
-/* The lease settings (lease.c) */
+/* The lease settings (lease.c); the SQL-callable layer reads the conninfo */
 extern char *snowflake_lease_conninfo;
-extern int	snowflake_lease_ttl_ms;
-extern char *snowflake_lease_worker_ids;
 
 /* Leases are on when "snowflake.lease_conninfo" is set */
 #define LeaseOn() (snowflake_lease_conninfo != NULL && snowflake_lease_conninfo[0] != '\0')

@@ -5,6 +5,10 @@
  *	  saying, for each node value this server issued ids for, below which
  *	  millisecond all of them were issued.
  *
+ * Locking: none here.  mark.c only formats, writes and reads the file; the
+ * generator lets one process write at a time (the writer's role, its pid
+ * taken by compare-and-swap), so a mark on disk never goes down.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef SNOWFLAKE_MARK_H

@@ -31,7 +31,7 @@
 
 PGDLLEXPORT void SnowflakeMarkWriterMain(Datum arg);
 
-/* When preloading: the worker, started once recovery is over. */
+/* When preloading: the mark writer, started once recovery is over. */
 void
 MarkWriterInit(void)
 {

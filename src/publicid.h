@@ -8,6 +8,11 @@
  * first use in a transaction a second or more after its last reading, and
  * at once when a public id names a key it lacks.
  *
+ * Locking: no shared memory, so no LWLock.  Writers of the file
+ * (snowflake_public_key_create and _drop) serialise on a cluster-wide
+ * advisory lock held to the end of their transaction; readers need none,
+ * as the file is replaced whole by durable_rename().
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef SNOWFLAKE_PUBLICID_H

@@ -8,12 +8,15 @@
  * The rooms and who may call whom (README, "Code layout"; test/callgraph
  * checks it):
  *
- *	 pure:        layout.h, decision.h, clock.h
+ *	 pure:        layout.h, decision.h, clock.h, ff1.h
+ *	 no state:    mark.c -> layout; idtext.c -> ff1
  *	 config.c     -> layout
  *	 generator.c  -> decision, mark, layout, clock, config
  *	 markwriter.c -> generator
- *	 lease.c      -> generator, clock, config
- *	 uuidv7.c     -> clock
+ *	 lease.c      -> generator (its node API and mark interval), layout,
+ *	                 clock, config
+ *	 uuidv7.c     -> clock, layout (time formats)
+ *	 publicid.c   -> idtext, ff1
  *	 functions.c  -> generator, lease, layout, config
  *	 snowflake.c  -> each room's init and shared-memory functions
  *

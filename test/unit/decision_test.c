@@ -249,7 +249,7 @@ publish_mark(Model *m, int64 mark_ms)
 static void
 advance(Model *m, uint64 after, int64 count)
 {
-	m->ids_before += count + GenSequenceOf(m->l, m->next) - GenSequenceOf(m->l, after);
+	m->ids_before += GenCountedBefore(m->l, m->next, after, count);
 	m->next = after;
 }
 
@@ -301,7 +301,6 @@ model_call(Model *m, int64 count)
 		int64		next_tick = GenTickOf(l, m->next);
 		GenSituation s;
 		GenDecision d;
-		int64		last_tick;
 
 		if (m->clock_ms >= l->epoch_ms && now >= next_tick && now < m->fast_limit)
 		{
@@ -318,9 +317,8 @@ model_call(Model *m, int64 count)
 		s.now_ms = m->clock_ms;
 		s.next = m->next;
 		s.restarted = m->has_floor && m->next == m->floor;
-		last_tick = next_tick - (GenSequenceOf(l, m->next) == 0 ? 1 : 0);
 		s.clock_then_ms = m->next == m->slow_next ? m->slow_clock_ms :
-			SnowflakeTickStart(l, last_tick);
+			SnowflakeTickStart(l, GenLastTick(l, m->next));
 		s.mark_tick = m->mark_tick;
 		s.horizon_tick = SnowflakeMaxTick(l) + 1;	/* no lease */
 		s.max_borrow_ms = m->max_borrow_ms;
@@ -350,8 +348,7 @@ model_call(Model *m, int64 count)
 				continue;
 			case GEN_NEED_MARK:
 				{
-					int64		mark = Max(m->clock_ms + m->interval_ms,
-										   SnowflakeTickStart(l, d.tick + 1));
+					int64		mark = GenMarkTargetMs(l, m->clock_ms, m->interval_ms, d.tick);
 
 					publish_mark(m, Max(mark, m->mark_ms));
 					continue;
@@ -389,9 +386,7 @@ model_restart(Model *m, bool clean)
 		return;					/* nothing was ever written, nor issued */
 	if (clean)
 	{
-		int64		end = GenTickOf(l, m->next) + (GenSequenceOf(l, m->next) > 0 ? 1 : 0);
-
-		mark_ms = Max(m->floor_ms, SnowflakeTickStart(l, end));
+		mark_ms = Max(m->floor_ms, SnowflakeTickStart(l, GenEndTick(l, m->next)));
 		written_ms = m->clock_ms;
 	}
 	floor = GenStartOfTick(l, m->next, GenLimitTick(l, mark_ms));
