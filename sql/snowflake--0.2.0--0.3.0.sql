@@ -275,10 +275,14 @@ DECLARE
 	hash bytea;
 	released boolean;
 BEGIN
-	IF $1 IS NULL OR token IS NULL OR end_ms IS NULL OR end_ms < 0 THEN
+	IF $1 IS NULL OR token IS NULL OR end_ms IS NULL THEN
+		RAISE EXCEPTION 'no argument may be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF end_ms < 0 THEN
 		RAISE EXCEPTION 'invalid release'
 			USING ERRCODE = 'invalid_parameter_value',
-				  DETAIL = 'A release names a worker id, its token and the end of its ids, from 0.';
+				  DETAIL = 'The end of a release''s ids is a time in milliseconds, from 0.';
 	END IF;
 	EXECUTE format('SELECT %I._snowflake_lease_check($1, NULL, NULL)', ext)
 		INTO hash USING token;

@@ -66,6 +66,7 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <unistd.h>
 
 #include "access/xlog.h"
@@ -469,7 +470,7 @@ lease_report(const char *caller)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("%s has no worker id: the lease of worker id %d is no longer this server's", caller,
 							copy.node),
-					 errdetail("The coordinator no longer renews this server's lease (generation " INT64_FORMAT "): it lapsed and another server claimed the worker id.",
+					 errdetail("The coordinator no longer renews this server's lease (generation " INT64_FORMAT "): it lapsed there, was released, or was taken by another server.",
 							   copy.generation),
 					 LEASE_HINT));
 			break;
@@ -630,6 +631,7 @@ static char *lease_schema;		/* the extension's schema there, quoted */
 static LeaseBackend lease_backend;	/* the coordinator's end of lease_conn */
 static LeaseBackend lease_abandoned;	/* one left running by a timeout */
 static bool trouble_logged;		/* the current trouble is in the log */
+static char *refusal_logged;	/* the last refused answer logged, or NULL */
 static LeaseHeld held;
 static char lease_token[LEASE_TOKEN_BYTES * 2 + 1];
 static char *lease_holder;		/* this server, for the coordinator */
@@ -950,15 +952,49 @@ lease_query(const char *sql, int nparams, const char *const *params)
  * An answer the coordinator should not have given: refuse it, say so in
  * the log, and let the status say why.
  */
+/* Do a and b say the same, but for the numbers in them? */
+static bool
+lease_same_but_numbers(const char *a, const char *b)
+{
+	for (;;)
+	{
+		if (isdigit((unsigned char) *a) && isdigit((unsigned char) *b))
+		{
+			while (isdigit((unsigned char) *a))
+				a++;
+			while (isdigit((unsigned char) *b))
+				b++;
+			continue;
+		}
+		if (*a != *b)
+			return false;
+		if (*a == '\0')
+			return true;
+		a++;
+		b++;
+	}
+}
+
 static void
 lease_refuse_answer(const char *call, const char *problem)
 {
 	char	   *reason = psprintf("its answer to %s was refused: %s", call, problem);
 
-	ereport(LOG,
-			(errmsg("the snowflake lease coordinator %s gave a wrong answer to %s: %s",
-					lease_coordinator_text, call, problem),
-			 errdetail("No id is issued under it.")));
+	/*
+	 * Once per problem (its numbers aside: a horizon short of the one asked
+	 * for is short of a new one each time), as a coordinator that goes on
+	 * lying is asked again every second.
+	 */
+	if (refusal_logged == NULL || !lease_same_but_numbers(refusal_logged, reason))
+	{
+		ereport(LOG,
+				(errmsg("the snowflake lease coordinator %s gave a wrong answer to %s: %s",
+						lease_coordinator_text, call, problem),
+				 errdetail("No id is issued under it.")));
+		if (refusal_logged != NULL)
+			pfree(refusal_logged);
+		refusal_logged = MemoryContextStrdup(TopMemoryContext, reason);
+	}
 	lease_set_status(LEASE_REFUSED, reason);
 }
 
@@ -1000,6 +1036,11 @@ lease_publish(int64 sent_us)
 
 	GeneratorSetLeaseLimits(held.valid_until_us, valid_ms, held.horizon_ms);
 	lease_set_status(LEASE_HELD, NULL);
+	if (refusal_logged != NULL)
+	{
+		pfree(refusal_logged);
+		refusal_logged = NULL;	/* a lie after an answer taken is logged again */
+	}
 }
 
 /* Close the worker id: the lease is gone, or about to be. */

@@ -165,6 +165,14 @@ for my $lie (sort keys %lies)
 		"$lie: the calls issue nothing, and say why");
 	is($liar->safe_psql('postgres', 'SELECT lease_state, worker_id IS NULL, ids_issued FROM snowflake_stats'),
 		'refused|t|0', "$lie: no worker id, no id issued");
+	# asked again and again (every 200 ms at this TTL), it is logged once
+	my $asked = $liar->safe_psql('postgres', 'SELECT lease_requests FROM snowflake_stats');
+	$deadline = time() + 30;
+	usleep(100_000)
+	  until $liar->safe_psql('postgres', 'SELECT lease_requests FROM snowflake_stats') >= $asked + 3
+	  || time() > $deadline;
+	my $logged = () = slurp_file($liar->logfile) =~ /gave a wrong answer to a claim: $message/g;
+	is($logged, 1, "$lie: logged once, though refused at every one of 3 more claims");
 }
 $liar->stop;
 
