@@ -36,7 +36,7 @@ REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF) --encoding
 ISOLATION = concurrent shards_concurrent uuidv7_concurrent many_sessions \
 	convert_race causal_order
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_isolation \
-	--temp-config=$(TEST_CONF)
+	--temp-config=$(TEST_CONF) --encoding=UTF8
 
 # The generator's state machine, unit-tested without a server
 # (test/unit/decision_test.c): make unitcheck.

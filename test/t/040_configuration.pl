@@ -16,8 +16,9 @@ use SnowflakeTest;
 # Without shared_preload_libraries: CREATE EXTENSION and the decoders work,
 # the generator says what is missing.
 my $plain = PostgreSQL::Test::Cluster->new('plain');
-$plain->init;
+$plain->init(utf8_init());
 $plain->start;
+is($plain->safe_psql('postgres', 'SHOW server_encoding'), 'UTF8', 'test servers are UTF-8, whatever the machine\'s locale');
 $plain->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 for my $call ('SELECT snowflake_nextval()', 'SELECT * FROM snowflake_nextval_batch(3)',
 	'SELECT * FROM snowflake_stats')

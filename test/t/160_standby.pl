@@ -17,7 +17,7 @@ use Test::More;
 use SnowflakeTest;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
+$primary->init(utf8_init(allows_streaming => 1));
 $primary->append_conf('postgresql.conf',
 	"shared_preload_libraries = 'snowflake'\njit = off\nsnowflake.worker_id = 7\n");
 $primary->start;

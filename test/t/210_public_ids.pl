@@ -54,7 +54,7 @@ sub copy_keys
 
 # Server A: preloaded, with every statement logged (the keys must not be)
 my $a = PostgreSQL::Test::Cluster->new('keys_a');
-$a->init(allows_streaming => 1);
+$a->init(utf8_init(allows_streaming => 1));
 $a->append_conf('postgresql.conf',
 	"shared_preload_libraries = 'snowflake'\njit = off\nlog_statement = 'all'\nlog_min_messages = debug1\n");
 $a->start;
@@ -80,7 +80,7 @@ is($a->safe_psql('postgres', 'SELECT string_agg(version || current::text, \',\' 
 
 # Server B: without the library preloaded, and without the key
 my $b = PostgreSQL::Test::Cluster->new('keys_b');
-$b->init;
+$b->init(utf8_init());
 $b->start;
 $b->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 my ($one) = split /,/, $v2;
@@ -183,7 +183,7 @@ like($out, qr/before:3\n.*a second later:4/s, 'an open session makes public ids 
 # Writers serialise: three sessions creating keys at once lose none and
 # repeat no version (on a server of its own).
 my $c = PostgreSQL::Test::Cluster->new('keys_c');
-$c->init;
+$c->init(utf8_init());
 # with fsync, each write takes long enough for the others to run into it
 $c->append_conf('postgresql.conf', "fsync = on\n");
 $c->start;

@@ -55,10 +55,12 @@ sub spawn
 	die "fork: $!" unless defined $pid;
 	if ($pid == 0)
 	{
+		# (the child leaves by _exit: die would run the test's END blocks here)
 		open(STDIN, '<', '/dev/null');
-		open(STDOUT, '>>', $log) or die $!;
-		open(STDERR, '>&', \*STDOUT) or die $!;
-		exec(@cmd) or die "exec $cmd[0]: $!";
+		open(STDOUT, '>>', $log) or POSIX::_exit(127);
+		open(STDERR, '>&', \*STDOUT) or POSIX::_exit(127);
+		exec(@cmd) or print STDERR "exec $cmd[0]: $!\n";
+		POSIX::_exit(127);
 	}
 	push @spawned, [ $pid, $name ];
 	return $pid;
@@ -423,7 +425,8 @@ sub round
 	all_draw("before the $label failover");
 
 	# -- failover
-	my @pids = (postmaster_pid($old->data_dir)) or die "no postmaster for $old_name";
+	my $postmaster = postmaster_pid($old->data_dir) or die "no postmaster for $old_name";
+	my @pids = ($postmaster);
 	if ($behind)
 	{
 		my $walsender = $old->safe_psql('postgres',
@@ -451,7 +454,12 @@ sub round
 		$start = lease_rows($new, 1);
 	};
 	my $failover = wait_for("Patroni to promote $new_name", 120, sub { is_primary($new) });
-	my ($lower, $worst, $changed, $missing) = $start ? compare_leases($before, $start) : ();
+	# Promoted before they could be read in recovery: read them at once.
+	# Renewals reaching it since can only have raised horizons, so a
+	# horizon lost in the failover might be hidden, but none can look lower.
+	my $start_after = !$start;
+	$start //= lease_rows($new);
+	my ($lower, $worst, $changed, $missing) = compare_leases($before, $start);
 	# WAL the killed primary had written (by the moment just before the
 	# kill) past the point where the new primary's timeline begins: what
 	# the failover threw away, at least
@@ -470,21 +478,16 @@ sub round
 	diag("  WAL of the killed primary past the new timeline's start: $lost bytes");
 	diag(sprintf('  calls failed: %s', join(', ', map {
 		$_->[0] ? "$_->[0] turns over $_->[1] ms ($_->[2])" : 'none' } @failed)));
-	if ($start)
-	{
-		diag(sprintf('  lease rows %s was promoted with, against %s\'s just before the kill: '
-			  . '%d of %d horizons lower%s, %d generations changed, %d rows missing',
-			$new_name, $old_name, $lower, scalar(keys %$before),
-			$lower ? " (by up to $worst ms)" : '', $changed, $missing));
-	}
-	else
-	{
-		diag("  lease rows: $new_name was promoted before they could be read in recovery: not compared");
-	}
+	diag(sprintf('  lease rows %s %s, against %s\'s just before the kill: '
+		  . '%d of %d horizons lower%s, %d generations changed, %d rows missing',
+		$new_name, $start_after ? 'had just after its promotion (promoted before they could be read in recovery)'
+		  : 'was promoted with', $old_name, $lower, scalar(keys %$before),
+		$lower ? " (by up to $worst ms)" : '', $changed, $missing));
 	$figures{$label}{failover} = $failover;
 	$figures{$label}{lost} = $lost;
 	$figures{$label}{failed} = \@failed;
 	$figures{$label}{lower} = $lower;
+	$figures{$label}{read_after} = $start_after;
 	$figures{$label}{missing} = $missing;
 
 	# -- the old primary back as a standby, then a switchover to it
@@ -510,13 +513,8 @@ sub round
 }
 
 round('synchronous');
-SKIP:
-{
-	skip 'the replica was promoted before its lease rows could be read', 1
-	  unless defined $figures{synchronous}{lower};
-	is($figures{synchronous}{lower} + $figures{synchronous}{missing}, 0,
-		'synchronous: no horizon lower and no lease row missing on the promoted replica');
-}
+is($figures{synchronous}{lower} + $figures{synchronous}{missing}, 0,
+	'synchronous: no horizon lower and no lease row missing on the promoted replica');
 is(join(' ', map { $_->[0] } @{ $figures{synchronous}{failed} }), '0 0 0',
 	sprintf('synchronous: no call failed during the failover (%.1f s) with the default TTL',
 		$figures{synchronous}{failover}));
@@ -533,8 +531,8 @@ round('asynchronous', 1);
 # (what makes the round above mean anything: the failover did lose renewals)
 SKIP:
 {
-	skip 'the replica was promoted before its lease rows could be read', 1
-	  unless defined $figures{'asynchronous, standby behind'}{lower};
+	skip 'the replica was promoted before its lease rows could be read in recovery (renewals since may have made up for what it lacked)', 1
+	  if $figures{'asynchronous, standby behind'}{read_after};
 	cmp_ok($figures{'asynchronous, standby behind'}{lower}, '>', 0,
 		'asynchronous, standby behind: the promoted replica lacks renewals, its horizons are lower');
 }

@@ -16,7 +16,16 @@ our @EXPORT =
   qw(snowflake_node draw_max is_above psql_stderr step_clock start_with_fake_clock
   clock_behind_id clock_right kill_server stream_ids stream_largest
   lease_coordinator lease_coordinator_setup lease_node wait_for_lease freeze_server thaw_server
-  draw_to_file repeated_ids require_password write_passfile);
+  draw_to_file repeated_ids require_password write_passfile utf8_init);
+
+# initdb's options for every test server, %init and its extra with them:
+# UTF-8 and a fixed locale, whatever the machine's (a minimal system with no
+# locale would make SQL_ASCII databases).
+sub utf8_init
+{
+	my (%init) = @_;
+	return (%init, extra => [ '--encoding=UTF8', '--locale=C.UTF-8', @{ $init{extra} // [] } ]);
+}
 
 # A new node with snowflake preloaded; $conf is appended to postgresql.conf,
 # %init goes to init (allows_streaming => 1, say).  The caller starts it and
@@ -26,7 +35,7 @@ sub snowflake_node
 	my ($name, $conf, %init) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 
-	$node->init(%init);
+	$node->init(utf8_init(%init));
 	$node->append_conf('postgresql.conf',
 		"shared_preload_libraries = 'snowflake'\njit = off\n" . ($conf // ''));
 	return $node;
@@ -203,7 +212,7 @@ sub lease_coordinator
 	my ($name) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 
-	$node->init;
+	$node->init(utf8_init());
 	$node->start;
 	lease_coordinator_setup($node);
 	return $node;
