@@ -1704,6 +1704,7 @@ BEGIN
 			FOREACH v_t IN ARRAY v_state.backfill_tables LOOP
 				EXECUTE format('SELECT * FROM %I._snowflake_online_batches($1, $2, $3)', v_nsp)
 				   INTO v_b USING v_t, v_state.rels::oid[], v_state.atts;
+				v_try := 0;
 				LOOP
 					EXECUTE v_b.sweep_sql USING batch_size;
 					GET DIAGNOSTICS v_n = ROW_COUNT;
@@ -1716,6 +1717,13 @@ BEGIN
 					CONTINUE WHEN v_n > 0;
 					EXECUTE v_b.left_sql INTO v_bool;
 					EXIT WHEN NOT v_bool;
+					v_try := v_try + 1;
+					IF v_try > 600 THEN
+						EXECUTE format('SELECT %I._snowflake_online_unlock($1)', v_nsp) USING tbl;
+						RAISE EXCEPTION 'rows of table % stayed locked for a minute during the validation', v_t
+							USING ERRCODE = 'lock_not_available',
+								  HINT = 'Call the procedure again: the conversion resumes where it stopped.';
+					END IF;
 					PERFORM pg_sleep(0.1);
 				END LOOP;
 			END LOOP;
