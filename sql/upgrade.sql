@@ -126,7 +126,7 @@ SELECT m.object, format('column %s', a.attnum),
 					 AND a.attnum > 0 AND NOT a.attisdropped
   LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
 UNION ALL
--- indexes, constraints and triggers of member tables
+-- indexes, constraints, triggers and policies of member tables
 SELECT m.object, 'index ' || i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
   FROM members m
   JOIN pg_index i ON m.classid = 'pg_class'::regclass AND i.indrelid = m.objid
@@ -139,6 +139,13 @@ SELECT m.object, 'trigger ' || t.tgname, pg_get_triggerdef(t.oid)
   FROM members m
   JOIN pg_trigger t ON m.classid = 'pg_class'::regclass AND t.tgrelid = m.objid
  WHERE NOT t.tgisinternal
+UNION ALL
+SELECT m.object, 'policy ' || po.polname,
+	   concat_ws(' ', po.polcmd, po.polpermissive, po.polroles::text,
+				 'USING ' || pg_get_expr(po.polqual, po.polrelid),
+				 'WITH CHECK ' || pg_get_expr(po.polwithcheck, po.polrelid))
+  FROM members m
+  JOIN pg_policy po ON m.classid = 'pg_class'::regclass AND po.polrelid = m.objid
 $describe$;
 
 -- the previous release, brought up to date
