@@ -520,6 +520,7 @@ static int64
 gen_end_of(GenNode *node, uint64 next)
 {
 	const SnowflakeLayout *layout = &snowflake_layout;
+
 	return Max(node->has_floor ? node->floor_ms : 0,
 			   SnowflakeTickStart(layout, GenEndTick(layout, next)));
 }
