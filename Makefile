@@ -46,7 +46,12 @@ UNIT_TEST = test/unit/decision_test
 FF1_TEST = test/unit/ff1_test
 
 TAP_TESTS = 1
-PROVE_TESTS = test/t/*.pl
+# The longest files first (in CI's runs), so that the three run at a time
+# end together rather than behind the last long one.
+TAP_FIRST = test/t/250_convert_online.pl test/t/220_ha_coordinator.pl \
+	test/t/185_lease_fencing.pl test/t/040_configuration.pl test/t/190_lease_edges.pl \
+	test/t/187_lease_trust.pl test/t/130_mark_writer.pl
+PROVE_TESTS = $(TAP_FIRST) $(filter-out $(TAP_FIRST),$(sort $(wildcard test/t/*.pl)))
 
 EXTRA_CLEAN = tmp_regress tmp_isolation output_iso results regression.diffs \
 	regression.out $(UNIT_TEST) $(FF1_TEST)
