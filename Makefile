@@ -78,7 +78,7 @@ $(FF1_TEST): test/unit/ff1_test.c test/unit/unit.h src/ff1.c src/ff1.h src/idtex
 
 # (a blank line between two parts)
 $(DATA_built): $(INSTALL_PARTS)
-	awk 'FNR == 1 && NR != 1 { print "" } { print }' $(INSTALL_PARTS) > $@
+	awk 'FNR == 1 && NR != 1 { print "" } { print }' $^ > $@
 
 .PHONY: unitcheck
 unitcheck: $(UNIT_TEST) $(FF1_TEST)
