@@ -1,5 +1,5 @@
 EXTENSION = snowflake
-EXTVERSION = 0.3.0
+EXTVERSION = 0.4.0
 
 MODULE_big = snowflake
 OBJS = src/snowflake.o src/layout.o src/decision.o src/config.o src/generator.o src/mark.o \
