@@ -29,7 +29,7 @@ endif
 TEST_CONF = $(CURDIR)/test/snowflake.conf
 
 REGRESS = layout layouts api errors reserved_prefix shards uuidv7 convert leases publicid \
-	upgrade convert_online
+	upgrade convert_online planted
 # UTF-8, so that messages are converted for clients of other encodings
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF) --encoding=UTF8
 

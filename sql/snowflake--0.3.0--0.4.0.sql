@@ -8,4 +8,1889 @@
 
 -- == Leases ==
 
+-- Every call of the extension's own functions with each argument cast to
+-- its parameter's type: an untyped NULL let an overload planted in the
+-- extension's schema take the release's check, as its owner.
+
+CREATE OR REPLACE FUNCTION snowflake_lease_claim(
+	holder text,
+	token text,
+	lows integer[],
+	highs integer[],
+	prefer integer,
+	ttl_ms integer,
+	wanted_horizon_ms bigint,
+	OUT node integer,
+	OUT generation bigint,
+	OUT previous_horizon_ms bigint,
+	OUT horizon_ms bigint,
+	OUT expires_at timestamptz)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER ROWS 1
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	-- the extension's schema, wherever it is now, and the table in it
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
+	hash bytea;
+	candidate integer;
+	stored record;
+	wanted bigint := wanted_horizon_ms;
+BEGIN
+	IF holder IS NULL OR token IS NULL OR lows IS NULL OR highs IS NULL OR ttl_ms IS NULL OR wanted IS NULL THEN
+		RAISE EXCEPTION 'only prefer may be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF length(holder) > 1024 THEN
+		RAISE EXCEPTION 'holder name is too long'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A holder names its server in at most 1024 characters.';
+	END IF;
+	IF cardinality(lows) <> cardinality(highs) OR cardinality(lows) NOT BETWEEN 1 AND 1024 OR
+	   EXISTS (SELECT FROM unnest(lows, highs) r(lo, hi)
+			    WHERE lo IS NULL OR hi IS NULL OR lo < 0 OR lo > hi) THEN
+		RAISE EXCEPTION 'invalid range of worker ids'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'lows and highs are the ends of 1 to 1024 ranges, as many of each, each low from 0 to its high.';
+	END IF;
+	EXECUTE format('SELECT %I._snowflake_lease_check($1::pg_catalog.text, $2::pg_catalog.int4, $3::pg_catalog.int8)', ext)
+		INTO hash USING token, ttl_ms, wanted;
+
+	-- The same holder again with the same secret: a claim of its that
+	-- committed but whose answer never reached it (a timeout, a
+	-- coordinator frozen and woken), or its own lease that lapsed on its
+	-- side while a late renewal kept it alive here.  It gets it back,
+	-- renewed, with the horizon the holder before it left, rather than
+	-- being locked out of its worker id for a TTL: it issued nothing under
+	-- the first, and keeps above what it issued under the second by its
+	-- own high-water mark of the worker id.
+	EXECUTE format($q$
+		UPDATE %s
+		   SET expires_at = now() + $2 * interval '1 ms',
+		       horizon_ms = greatest(horizon_ms, $3), renewed_at = now()
+		 WHERE token_hash = $1 AND claimed_by = session_user AND released_at IS NULL
+		RETURNING node, generation, floor_ms, horizon_ms, expires_at
+		$q$, tbl)
+		INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
+		USING hash, ttl_ms, wanted;
+	IF node IS NOT NULL THEN
+		RETURN NEXT;
+		RETURN;
+	END IF;
+
+	LOOP
+		-- the preferred worker id if it is free (a restart takes its own
+		-- back), else the lowest free one: a released or expired row, or a
+		-- value without a row
+		EXECUTE format($q$
+			SELECT min(v) FROM (
+				SELECT l.node AS v FROM %1$s l
+				 WHERE l.node = $3 AND l.expires_at <= now()
+				UNION ALL
+				SELECT $3 WHERE NOT EXISTS (SELECT FROM %1$s WHERE node = $3)
+			) p
+			 WHERE v IS NOT NULL
+			   AND EXISTS (SELECT FROM unnest($1, $2) r(lo, hi) WHERE v BETWEEN lo AND hi)
+			$q$, tbl)
+			INTO candidate USING lows, highs, prefer;
+		IF candidate IS NULL THEN
+			EXECUTE format($q$
+				SELECT min(v) FROM (
+					SELECT l.node AS v
+					  FROM %1$s l, unnest($1, $2) r(lo, hi)
+					 WHERE l.node BETWEEN lo AND hi AND l.expires_at <= now()
+					UNION ALL
+					SELECT lo FROM unnest($1, $2) r(lo, hi)
+					 WHERE NOT EXISTS (SELECT FROM %1$s WHERE node = lo)
+					UNION ALL
+					SELECT l.node + 1
+					  FROM %1$s l, unnest($1, $2) r(lo, hi)
+					 WHERE l.node >= lo AND l.node < hi
+					   AND NOT EXISTS (SELECT FROM %1$s m WHERE m.node = l.node + 1)
+				) c
+				$q$, tbl)
+				INTO candidate USING lows, highs;
+		END IF;
+		IF candidate IS NULL THEN
+			RETURN;				-- every worker id of the ranges is leased
+		END IF;
+
+		-- take it under its row lock; another claimer may be quicker.
+		-- (A released lease of this secret gives the secret up first: the
+		-- secret holds one lease at a time.)
+		EXECUTE format('UPDATE %s SET token_hash = NULL WHERE token_hash = $1 AND released_at IS NOT NULL', tbl)
+			USING hash;
+		EXECUTE format('SELECT horizon_ms, expires_at FROM %s WHERE node = $1 FOR UPDATE', tbl)
+			INTO stored USING candidate;
+		IF stored IS NULL THEN
+			EXECUTE format($q$
+				INSERT INTO %s (node, generation, holder, expires_at, horizon_ms, floor_ms, claimed_at,
+								claimed_by, token_hash)
+				VALUES ($1, 1, $2, now() + $3 * interval '1 ms', $4, 0, now(), session_user, $5)
+				ON CONFLICT (node) DO NOTHING
+				RETURNING node, generation, 0::bigint, horizon_ms, expires_at
+				$q$, tbl)
+				INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
+				USING candidate, holder, ttl_ms, wanted, hash;
+		ELSIF stored.expires_at <= now() THEN
+			EXECUTE format($q$
+				UPDATE %s
+				   SET generation = generation + 1, holder = $2,
+				       expires_at = now() + $3 * interval '1 ms',
+				       floor_ms = horizon_ms, horizon_ms = greatest(horizon_ms, $4),
+				       claimed_at = now(), renewed_at = NULL, released_at = NULL,
+				       claimed_by = session_user, token_hash = $5
+				 WHERE node = $1
+				RETURNING node, generation, floor_ms, horizon_ms, expires_at
+				$q$, tbl)
+				INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
+				USING candidate, holder, ttl_ms, wanted, hash;
+		ELSE
+			node := NULL;		-- taken meanwhile: look again
+		END IF;
+		IF node IS NOT NULL THEN
+			RETURN NEXT;
+			RETURN;
+		END IF;
+	END LOOP;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION snowflake_lease_renew(
+	node integer,
+	token text,
+	ttl_ms integer,
+	wanted_horizon_ms bigint,
+	OUT renewed boolean,
+	OUT horizon_ms bigint,
+	OUT expires_at timestamptz)
+RETURNS record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	-- the extension's schema, wherever it is now, and the table in it
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
+	hash bytea;
+BEGIN
+	IF $1 IS NULL OR token IS NULL OR ttl_ms IS NULL OR wanted_horizon_ms IS NULL THEN
+		RAISE EXCEPTION 'no argument may be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	EXECUTE format('SELECT %I._snowflake_lease_check($1::pg_catalog.text, $2::pg_catalog.int4, $3::pg_catalog.int8)', ext)
+		INTO hash USING token, ttl_ms, wanted_horizon_ms;
+	-- only the holder's secret and role renew it, lapsed or not (a lapsed
+	-- lease nobody claimed is still its holder's); anyone else learns
+	-- nothing, not even whether the row exists
+	EXECUTE format($q$
+		UPDATE %s
+		   SET expires_at = now() + $3 * interval '1 ms',
+		       horizon_ms = greatest(horizon_ms, $4), renewed_at = now()
+		 WHERE node = $1 AND token_hash = $2 AND claimed_by = session_user AND released_at IS NULL
+		RETURNING true, horizon_ms, expires_at
+		$q$, tbl)
+		INTO renewed, horizon_ms, expires_at
+		USING $1, hash, ttl_ms, wanted_horizon_ms;
+	renewed := coalesce(renewed, false);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION snowflake_lease_release(node integer, token text, end_ms bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	-- the extension's schema, wherever it is now, and the table in it
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
+	hash bytea;
+	released boolean;
+BEGIN
+	IF $1 IS NULL OR token IS NULL OR end_ms IS NULL THEN
+		RAISE EXCEPTION 'no argument may be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF end_ms < 0 THEN
+		RAISE EXCEPTION 'invalid release'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'The end of a release''s ids is a time in milliseconds, from 0.';
+	END IF;
+	EXECUTE format('SELECT %I._snowflake_lease_check($1::pg_catalog.text, NULL::pg_catalog.int4, NULL::pg_catalog.int8)', ext)
+		INTO hash USING token;
+	-- the holder's ids all lie below end_ms: their exact end may lower the
+	-- horizon, never below what an earlier holder issued, and never raise it
+	EXECUTE format($q$
+		UPDATE %s
+		   SET expires_at = now(), released_at = now(),
+		       horizon_ms = greatest(floor_ms, least(horizon_ms, $3))
+		 WHERE node = $1 AND token_hash = $2 AND claimed_by = session_user AND released_at IS NULL
+		RETURNING true
+		$q$, tbl)
+		INTO released USING $1, hash, end_ms;
+	RETURN coalesce(released, false);
+END
+$$;
+
+-- == Conversion ==
+
+-- The same for the offline conversion.
+
+CREATE OR REPLACE FUNCTION snowflake_convert_column(
+	tbl regclass,
+	col name DEFAULT 'id',
+	dry_run boolean DEFAULT false,
+	drop_sequence boolean DEFAULT false)
+RETURNS SETOF text
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+ROWS 10
+SET search_path = pg_catalog, pg_temp
+AS $convert$
+DECLARE
+	v_nsp name;				-- schema of the extension
+	v_call text;			-- the new DEFAULT: "schema".snowflake_nextval()
+	v_ours text;			-- a DEFAULT calling it, as pg_get_expr() prints it here
+	v_kind "char";
+	v_rels oid[];			-- the closure: root tables of the columns to give bigint,
+	v_atts name[];			-- ... and their names (tbl's column first)
+	v_plan record;			-- what the obstacle scan found
+	v_locked oid[] := '{}';	-- tables locked so far
+	v_new oid[];			-- ... and those to lock next
+	v_stmts text[];
+	v_stmt text;
+	v_max bigint;
+	v_next bigint;
+	v_text text;
+BEGIN
+	IF tbl IS NULL OR col IS NULL OR dry_run IS NULL OR drop_sequence IS NULL THEN
+		RAISE EXCEPTION 'arguments of snowflake_convert_column() must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+
+	SELECT n.nspname, p.oid::regproc::text || '()' INTO v_nsp, v_ours
+	  FROM pg_depend d
+	  JOIN pg_extension e ON e.oid = d.refobjid
+	  JOIN pg_proc p ON p.oid = d.objid
+	  JOIN pg_namespace n ON n.oid = p.pronamespace
+	 WHERE d.classid = 'pg_proc'::regclass
+	   AND d.refclassid = 'pg_extension'::regclass
+	   AND d.deptype = 'e'
+	   AND e.extname = 'snowflake'
+	   AND p.proname = 'snowflake_nextval'
+	   AND p.pronargs = 0;
+	v_call := format('%I.snowflake_nextval()', v_nsp);
+
+	-- What can be known without a lock, to refuse before LOCK TABLE would
+	-- with a message of its own: that it is a table, and the caller's.
+	-- (Neither changes without a lock that ours waits for; the scan below
+	-- checks ownership again under it.)
+	SELECT c.relkind INTO v_kind FROM pg_class c WHERE c.oid = tbl;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'relation with OID % does not exist', tbl::oid
+			USING ERRCODE = 'undefined_table';
+	END IF;
+	IF v_kind NOT IN ('r', 'p') THEN
+		RAISE EXCEPTION '% is not a table', tbl
+			USING ERRCODE = 'wrong_object_type',
+				  DETAIL = format('It is %s; only ordinary and partitioned tables can be converted.',
+								  CASE v_kind
+									  WHEN 'v' THEN 'a view'
+									  WHEN 'm' THEN 'a materialized view'
+									  WHEN 'f' THEN 'a foreign table'
+									  WHEN 'S' THEN 'a sequence'
+									  WHEN 'c' THEN 'a composite type'
+									  ELSE 'an index'
+								  END);
+	END IF;
+	IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = tbl), 'USAGE') THEN
+		RAISE EXCEPTION 'must be owner of table %', tbl
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+
+	IF NOT dry_run THEN
+		IF current_setting('transaction_isolation') <> 'read committed' THEN
+			RAISE EXCEPTION 'snowflake_convert_column() cannot run in a % transaction',
+							upper(current_setting('transaction_isolation'))
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = 'The transaction''s snapshot was taken before the function''s locks, so the function could not see a foreign key or a row committed just before them.',
+					  HINT = 'Convert in a READ COMMITTED transaction; a dry run works at any isolation level.';
+		END IF;
+		EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+		v_locked := ARRAY[tbl::oid];
+	END IF;
+
+	-- The closure and the obstacle scan, under the locks taken so far; then
+	-- the locks on the tables they named, and again, until nothing new
+	-- comes up (see "Locks" above).  The scan refuses in each round, so a
+	-- refusal comes before a lock on tables that another role may own.  A
+	-- column converted already needs no more locks: nothing will change.
+	LOOP
+		EXECUTE format('SELECT coalesce(array_agg(c.rel::oid ORDER BY c.n), ''{}''),
+							   coalesce(array_agg(c.att ORDER BY c.n), ''{}'')
+						  FROM %I._snowflake_convert_fk_closure($1::pg_catalog.regclass,
+								$2::pg_catalog.name) WITH ORDINALITY AS c(rel, att, n)',
+					   v_nsp)
+		   INTO v_rels, v_atts
+		  USING tbl, col;
+		EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1::pg_catalog.regclass,
+				$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+				$6::pg_catalog.text, $7::pg_catalog.text)', v_nsp)
+		   INTO v_plan
+		  USING tbl, col, drop_sequence, v_rels, v_atts, v_ours, v_call;
+		EXIT WHEN dry_run OR v_plan.converted OR v_rels <@ v_locked;
+
+		-- (named from pg_class, now: a table dropped since the closure was
+		-- read is not locked, and the next reading leaves it out)
+		SELECT array_agg(c.oid ORDER BY c.oid::regclass::text),
+			   string_agg(format('%I.%I', n.nspname, c.relname), ', ' ORDER BY c.oid::regclass::text)
+		  INTO v_new, v_text
+		  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		 WHERE c.oid = ANY (v_rels) AND c.oid <> ALL (v_locked);
+		IF v_new IS NOT NULL THEN
+			EXECUTE 'LOCK TABLE ' || v_text || ' IN ACCESS EXCLUSIVE MODE';
+			v_locked := v_locked || v_new;
+		END IF;
+	END LOOP;
+
+	-- Converted already (by an earlier call, or by hand): a no-op.
+	IF v_plan.converted THEN
+		RAISE NOTICE 'column "%" of table % already takes Snowflake ids, skipping', col, tbl;
+		RETURN;
+	END IF;
+
+	-- The locks, as one statement: those taken (or, in a dry run, those a
+	-- real run would take), the table first.
+	RETURN NEXT 'LOCK TABLE '
+		|| (SELECT string_agg(x.name, ', ' ORDER BY NOT x.first, x.name)
+			  FROM (SELECT DISTINCT r::regclass::text AS name, r = tbl AS first
+					  FROM unnest(v_rels) AS r) x)
+		|| ' IN ACCESS EXCLUSIVE MODE';
+
+	-- Every existing id must stay below every id issued from now on, or a
+	-- new id could collide with an old one.  Drawing an id (one is spent,
+	-- even in a dry run) gives the exact bound, since each id of this
+	-- server is greater than every earlier one, and makes sure the
+	-- generator works here at all (snowflake in shared_preload_libraries)
+	-- before the default depends on it.  Read under the lock: no row can
+	-- arrive between this check and the change.
+	EXECUTE format('SELECT max(%I)::bigint FROM %s', col, tbl) INTO v_max;
+	EXECUTE format('SELECT %s', v_call) INTO v_next;
+	IF v_max >= v_next THEN
+		EXECUTE format('SELECT %I.snowflake_timestamp($1::pg_catalog.int8)::text', v_nsp) INTO v_text USING v_max;
+		RAISE EXCEPTION 'column "%" of table % holds values not below the next Snowflake id', col, tbl
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Its largest value is %s, which Snowflake ids reach only at %s: until then new ids could repeat existing values.', v_max, v_text),
+				  HINT = 'Keep the column''s current default, or renumber those rows first.';
+	END IF;
+
+	-- Every statement is built before the first one runs (they read the
+	-- catalogs as they are now).
+	EXECUTE format('SELECT coalesce(array_agg(s.stmt ORDER BY s.n), ''{}'')
+					  FROM %I._snowflake_convert_statements($1::pg_catalog.regclass, $2::pg_catalog.name,
+							$3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+							$6::pg_catalog.oid[], $7::pg_catalog.oid[], $8::pg_catalog.oid[],
+							$9::pg_catalog.oid[], $10::pg_catalog.bool, $11::pg_catalog.oid[],
+							$12::pg_catalog.text)
+						   WITH ORDINALITY AS s(stmt, n)',
+				   v_nsp)
+	   INTO v_stmts
+	  USING tbl, col, drop_sequence, v_rels, v_atts, v_plan.identity_rels, v_plan.identity_seqs,
+			v_plan.owned_seqs, v_plan.drop_seqs, v_plan.set_default, v_plan.detach_rels, v_call;
+	FOREACH v_stmt IN ARRAY v_stmts LOOP
+		IF NOT dry_run THEN
+			EXECUTE v_stmt;
+		END IF;
+		RETURN NEXT v_stmt;
+	END LOOP;
+END;
+$convert$;
+
 -- == Online conversion ==
+
+-- The same for the online conversion, and the procedure's variables of
+-- types written with their schema (resolved under the caller's search_path
+-- when it is compiled).
+
+CREATE OR REPLACE FUNCTION _snowflake_online_plan(
+	tbl regclass,
+	col name,
+	drop_sequence boolean,
+	rels oid[],
+	atts name[],
+	nsp name,
+	mode text)
+RETURNS TABLE (step text, rel regclass, object name, statement text)
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+ROWS 30
+SET search_path = pg_catalog, pg_temp
+AS $plan$
+DECLARE
+	v_call text := format('%I.snowflake_nextval()', nsp);
+	v_offline constant text := 'Convert it with snowflake_convert_column(), which rewrites the tables under an ACCESS EXCLUSIVE lock.';
+	v_refuse boolean := mode <> 'abort';
+	v_tables oid[];			-- every table of the closure, tbl first, then by name
+	v_stables oid[];		-- those with shadow columns, in that order
+	v_srel oid[];			-- the shadowed columns: table,
+	v_snum int2[];			-- ... number,
+	v_satt name[];			-- ... name,
+	v_snew name[];			-- ... shadow's name,
+	v_snn boolean[];		-- ... NOT NULL?
+	v_key_shadowed boolean;
+	v_plan record;
+	v_r record;
+	v_i record;
+	v_c record;
+	v_k oid;
+	v_text text;
+	v_keys text[];
+	v_incl text[];
+	v_expr text;
+	v_stmt text;
+	v_after text[] := '{}';	-- the swap's statements after the column swap
+	v_swap_fk text[] := '{}';
+	v_abort text[] := '{}';
+	v_validate text[] := '{}';
+BEGIN
+	SELECT array_agg(r ORDER BY r <> tbl::oid, r::regclass::text)
+	  INTO v_tables
+	  FROM (SELECT DISTINCT unnest(rels) AS r) x;
+
+	SELECT coalesce(array_agg(rels[k.n] ORDER BY k.n), '{}'), coalesce(array_agg(a.attnum ORDER BY k.n), '{}'),
+		   coalesce(array_agg(a.attname ORDER BY k.n), '{}'),
+		   coalesce(array_agg((a.attname || '_snowflake')::name ORDER BY k.n), '{}'),
+		   coalesce(array_agg(a.attnotnull ORDER BY k.n), '{}')
+	  INTO v_srel, v_snum, v_satt, v_snew, v_snn
+	  FROM generate_subscripts(rels, 1) AS k(n)
+	  JOIN pg_attribute a ON a.attrelid = rels[k.n] AND a.attname = atts[k.n] AND NOT a.attisdropped
+	 WHERE a.atttypid <> 'int8'::regtype;
+	SELECT coalesce(array_agg(t ORDER BY k.n), '{}') INTO v_stables
+	  FROM unnest(v_tables) WITH ORDINALITY AS k(t, n)
+	 WHERE t = ANY (v_srel);
+	v_key_shadowed := EXISTS (SELECT FROM unnest(v_srel, v_satt) s(r, a) WHERE r = tbl AND a = col);
+
+	IF v_refuse THEN
+		-- Partitions and inheritance: CREATE INDEX CONCURRENTLY cannot build
+		-- an index on a partitioned table, USING INDEX cannot attach a
+		-- primary key to one, and the shadow column of a parent would not
+		-- be its children's.
+		SELECT c.oid::regclass AS r,
+			   CASE WHEN c.relkind = 'p' THEN 'is partitioned'
+					WHEN c.relispartition THEN 'is a partition'
+					WHEN EXISTS (SELECT FROM pg_inherits i WHERE i.inhparent = c.oid) THEN 'has inheritance children'
+					ELSE 'inherits from another table' END AS what
+		  INTO v_r
+		  FROM unnest(v_tables) WITH ORDINALITY AS t(relid, n)
+		  JOIN pg_class c ON c.oid = t.relid
+		 WHERE c.relkind = 'p' OR c.relispartition
+			OR EXISTS (SELECT FROM pg_inherits i WHERE i.inhparent = c.oid OR i.inhrelid = c.oid)
+		 ORDER BY t.n
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Table %s %s: CREATE INDEX CONCURRENTLY cannot build an index on a partitioned table, a primary key cannot be attached to one with USING INDEX, and a shadow column added to a parent would not be its children''s.',
+									  v_r.r, v_r.what),
+					  HINT = v_offline;
+		END IF;
+
+		-- The backfill walks each table in batches by its primary key.
+		SELECT t::regclass AS r INTO v_r
+		  FROM unnest(v_stables) AS t
+		 WHERE NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = t AND i.indisprimary)
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Table %s has no primary key, which the backfill needs to go through its rows in batches.', v_r.r),
+					  HINT = v_offline;
+		END IF;
+
+		-- Anything else that uses an old column would be dropped with it,
+		-- or keep the old type: name it.  (Indexes, the primary key, unique
+		-- and foreign keys, defaults, sequences and not-null constraints are
+		-- carried over; views, rules, triggers, policies and generated
+		-- columns were refused already, as offline.)
+		SELECT pg_describe_object(d.classid, d.objid, d.objsubid) AS what, s.rel::regclass AS r, s.att
+		  INTO v_r
+		  FROM unnest(v_srel, v_snum, v_satt) AS s(rel, num, att)
+		  JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = s.rel
+						  AND d.refobjsubid = s.num
+		 WHERE NOT ((d.classid = 'pg_class'::regclass
+					 AND EXISTS (SELECT FROM pg_class x WHERE x.oid = d.objid AND x.relkind IN ('i', 'S')))
+					OR (d.classid = 'pg_attrdef'::regclass
+						AND EXISTS (SELECT FROM pg_attrdef ad
+									 WHERE ad.oid = d.objid AND ad.adrelid = s.rel AND ad.adnum = s.num))
+					OR (d.classid = 'pg_constraint'::regclass
+						AND EXISTS (SELECT FROM pg_constraint x
+									 WHERE x.oid = d.objid AND x.contype IN ('p', 'u', 'f', 'n'))))
+		 ORDER BY 1
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('%s uses column "%s" of table %s, and the online conversion carries over only indexes, unique, primary and foreign keys, defaults and not-null constraints.',
+									  upper(left(v_r.what, 1)) || substr(v_r.what, 2), v_r.att, v_r.r),
+					  HINT = v_offline;
+		END IF;
+
+		SELECT s.rel::regclass AS r, s.att INTO v_r
+		  FROM unnest(v_srel, v_snum, v_satt) AS s(rel, num, att)
+		  JOIN pg_attribute a ON a.attrelid = s.rel AND a.attnum = s.num
+		 WHERE a.attacl IS NOT NULL
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Column "%s" of table %s has privileges of its own, which the online conversion does not carry over.', v_r.att, v_r.r),
+					  HINT = v_offline;
+		END IF;
+
+		-- The backfill updates every row of these tables: a trigger or rule
+		-- of theirs that fires on that (on UPDATE, with no column list or
+		-- one naming a shadow column, enabled as this session's
+		-- session_replication_role sees it) would run for every row,
+		-- changing rows (an updated_at) or writing for each (an audit log),
+		-- and with the caller's rights; the offline rewrite fires none.
+		SELECT x.r, x.what INTO v_r
+		  FROM (SELECT t.tgrelid::regclass AS r, format('trigger "%s"', t.tgname) AS what, t.tgenabled AS enabled
+				  FROM pg_trigger t
+				 WHERE t.tgrelid = ANY (v_stables) AND NOT t.tgisinternal AND (t.tgtype & 16) <> 0
+				   AND NOT (t.tgname = 'zz_snowflake_sync'
+							AND t.tgfoid IN (SELECT p.oid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+											  WHERE n.nspname = nsp AND p.proname = 'snowflake_convert_sync'))
+				   AND (cardinality(t.tgattr::int2[]) = 0
+						OR EXISTS (SELECT FROM pg_attribute a
+									WHERE a.attrelid = t.tgrelid AND a.attnum = ANY (t.tgattr::int2[])
+									  AND a.attname = ANY (v_snew)))
+				UNION ALL
+				SELECT w.ev_class::regclass, format('rule "%s"', w.rulename), w.ev_enabled
+				  FROM pg_rewrite w
+				 WHERE w.ev_class = ANY (v_stables) AND w.ev_type = '2') x
+		 WHERE x.enabled = 'A'
+			OR x.enabled = CASE current_setting('session_replication_role') WHEN 'replica' THEN 'R' ELSE 'O' END
+		 ORDER BY x.r::text, x.what
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Table %s has %s on UPDATE, which would fire for every row the backfill updates, with your rights.',
+									  v_r.r, v_r.what),
+					  HINT = v_offline;
+		END IF;
+
+		-- Rows that row-level security hides from the caller would be left
+		-- out of the backfill, and lose their values at the swap.
+		SELECT c.oid::regclass AS r INTO v_r
+		  FROM pg_class c
+		 WHERE c.oid = ANY (v_stables) AND c.relrowsecurity
+		   AND (c.relforcerowsecurity OR NOT pg_has_role(c.relowner, 'USAGE'))
+		   AND NOT EXISTS (SELECT FROM pg_roles o WHERE o.rolname = current_user AND (o.rolsuper OR o.rolbypassrls))
+		 ORDER BY 1
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Row-level security of table %s applies to you, so the backfill would not see every row.', v_r.r),
+					  HINT = v_offline;
+		END IF;
+
+		SELECT s.att INTO v_text
+		  FROM unnest(v_satt) AS s(att)
+		 WHERE octet_length(s.att) > 63 - octet_length('_snowflake_not_null')
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'name_too_long',
+					  DETAIL = format('The names of the shadow column of "%s" and of its constraint would be too long.', v_text),
+					  HINT = v_offline;
+		END IF;
+	END IF;
+
+	-- add: the shadow columns and their checks, then the triggers (ENABLE
+	-- ALWAYS, so that they fire also for logical replication and under
+	-- session_replication_role = replica; named to fire after the table's
+	-- other BEFORE triggers, which fire in name order).
+	IF cardinality(v_stables) > 0 THEN
+		RETURN QUERY SELECT 'add'::text, NULL::regclass, NULL::name,
+			'LOCK TABLE ' || string_agg(t::regclass::text, ', ' ORDER BY k.n) || ' IN ACCESS EXCLUSIVE MODE'
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n);
+	END IF;
+	FOR v_r IN
+		SELECT t AS relid, k.n,
+			   string_agg(format('ADD COLUMN %I bigint', s.new), ', ' ORDER BY s.n) AS cols,
+			   string_agg(format(', ADD CONSTRAINT %I CHECK (%I IS NOT NULL) NOT VALID',
+								 s.new || '_not_null', s.new), '' ORDER BY s.n) FILTER (WHERE s.nn) AS checks,
+			   string_agg(format('%L, %L', s.att, s.new), ', ' ORDER BY s.n) AS args
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		  JOIN unnest(v_srel, v_satt, v_snew, v_snn) WITH ORDINALITY AS s(rel, att, new, nn, n) ON s.rel = t
+		 GROUP BY t, k.n
+		 ORDER BY k.n
+	LOOP
+		IF mode = 'check' THEN
+			SELECT a.attname INTO v_text
+			  FROM pg_attribute a
+			 WHERE a.attrelid = v_r.relid AND NOT a.attisdropped
+			   AND a.attname IN (SELECT s.new FROM unnest(v_srel, v_snew) s(rel, new) WHERE s.rel = v_r.relid)
+			 LIMIT 1;
+			IF FOUND THEN
+				RAISE EXCEPTION 'column "%" of table % already exists', v_text, v_r.relid::regclass
+					USING ERRCODE = 'duplicate_column',
+						  DETAIL = 'The online conversion names its shadow columns so.',
+						  HINT = 'Rename that column, or convert with snowflake_convert_column().';
+			END IF;
+			SELECT t.tgname INTO v_text
+			  FROM pg_trigger t
+			 WHERE t.tgrelid = v_r.relid AND t.tgname = 'zz_snowflake_sync';
+			IF FOUND THEN
+				RAISE EXCEPTION 'trigger "%" for table % already exists', v_text, v_r.relid::regclass
+					USING ERRCODE = 'duplicate_object',
+						  HINT = 'Drop it: the online conversion names its trigger so.';
+			END IF;
+		END IF;
+		RETURN QUERY SELECT 'add'::text, v_r.relid::regclass, NULL::name,
+			format('ALTER TABLE %s %s%s', v_r.relid::regclass, v_r.cols, coalesce(v_r.checks, ''));
+		RETURN QUERY SELECT 'add'::text, v_r.relid::regclass, 'zz_snowflake_sync'::name,
+			format('CREATE TRIGGER zz_snowflake_sync BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION %I.snowflake_convert_sync(%s)',
+				   v_r.relid::regclass, nsp, v_r.args);
+		RETURN QUERY SELECT 'add'::text, v_r.relid::regclass, NULL::name,
+			format('ALTER TABLE %s ENABLE ALWAYS TRIGGER zz_snowflake_sync', v_r.relid::regclass);
+		v_abort := v_abort || format('DROP TRIGGER IF EXISTS zz_snowflake_sync ON %s', v_r.relid::regclass);
+	END LOOP;
+
+	-- backfill: described (the procedure builds the batches)
+	FOR v_r IN
+		SELECT t AS relid,
+			   (SELECT string_agg(format('%I = %I', s.new, s.att), ', ' ORDER BY s.n)
+				  FROM unnest(v_srel, v_satt, v_snew) WITH ORDINALITY AS s(rel, att, new, n)
+				 WHERE s.rel = t) AS sets,
+			   (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.n)
+				  FROM pg_index i
+				  CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(num, n)
+				  JOIN pg_attribute a ON a.attrelid = t AND a.attnum = k.num
+				 WHERE i.indrelid = t AND i.indisprimary) AS pk
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		 ORDER BY k.n
+	LOOP
+		RETURN QUERY SELECT 'backfill'::text, v_r.relid::regclass, NULL::name,
+			format('UPDATE %s SET %s, in batches in the order of (%s)', v_r.relid::regclass, v_r.sets, v_r.pk);
+	END LOOP;
+
+	-- index: every index using a shadowed column, again on the shadow
+	-- columns, and what the swap makes of it
+	FOR v_i IN
+		SELECT i.*, c.relname, c.relnamespace, c.reloptions, c.reltablespace, am.amname,
+			   con.oid AS conoid, con.conname, con.contype, con.condeferrable, con.condeferred,
+			   obj_description(i.indexrelid, 'pg_class') AS index_comment,
+			   obj_description(con.oid, 'pg_constraint') AS con_comment,
+			   (to_jsonb(i) ->> 'indnullsnotdistinct') = 'true' AS nulls_not_distinct,
+			   k.n AS tn
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		  JOIN pg_index i ON i.indrelid = k.t
+		  JOIN pg_class c ON c.oid = i.indexrelid
+		  JOIN pg_am am ON am.oid = c.relam
+		  LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid
+									 AND con.contype IN ('p', 'u', 'x')
+		 WHERE EXISTS (SELECT FROM unnest(v_srel, v_snum) s(rel, num)
+						WHERE s.rel = i.indrelid
+						  AND (s.num = ANY (i.indkey::int2[])
+							   OR position(format(':varattno %s ', s.num) IN coalesce(i.indexprs::text, '')) > 0
+							   OR position(format(':varattno %s ', s.num) IN coalesce(i.indpred::text, '')) > 0))
+		 ORDER BY k.n, c.relname
+	LOOP
+		IF v_refuse THEN
+			SELECT s.att INTO v_text
+			  FROM unnest(v_srel, v_snum, v_satt) s(rel, num, att)
+			 WHERE s.rel = v_i.indrelid
+			   AND (position(format(':varattno %s ', s.num) IN coalesce(v_i.indexprs::text, '')) > 0
+					OR position(format(':varattno %s ', s.num) IN coalesce(v_i.indpred::text, '')) > 0)
+			 LIMIT 1;
+			IF FOUND OR v_i.contype = 'x' THEN
+				RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+					USING ERRCODE = 'feature_not_supported',
+						  DETAIL = format('%s uses column "%s" of table %s in an expression, a predicate or an exclusion constraint, which the online conversion does not rebuild.',
+										  CASE WHEN v_i.contype = 'x' THEN format('Constraint "%s"', v_i.conname)
+											   ELSE format('Index %s', v_i.indexrelid::regclass) END,
+										  coalesce(v_text, (SELECT string_agg(s.att, '", "') FROM unnest(v_srel, v_satt) s(rel, att)
+															  WHERE s.rel = v_i.indrelid)),
+										  v_i.indrelid::regclass),
+						  HINT = v_offline;
+			END IF;
+			IF octet_length(v_i.relname) > 63 - octet_length('_snowflake') THEN
+				RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+					USING ERRCODE = 'name_too_long',
+						  DETAIL = format('The name of the new index of %s would be too long.', v_i.indexrelid::regclass),
+						  HINT = 'Rename the index, or convert with snowflake_convert_column().';
+			END IF;
+			IF mode = 'check' AND EXISTS (SELECT FROM pg_class x WHERE x.relnamespace = v_i.relnamespace
+											 AND x.relname = v_i.relname || '_snowflake') THEN
+				RAISE EXCEPTION 'relation "%" already exists', v_i.relname || '_snowflake'
+					USING ERRCODE = 'duplicate_table',
+						  DETAIL = format('The online conversion names the new index of %s so.', v_i.indexrelid::regclass),
+						  HINT = 'Rename that relation, or convert with snowflake_convert_column().';
+			END IF;
+		END IF;
+
+		v_keys := '{}';
+		v_incl := '{}';
+		FOR v_c IN
+			SELECT k.num, k.n - 1 AS pos, a.attname, a.attcollation, ia.attcollation AS icoll,
+				   ia.atttypid AS itype, s.new, opc.opcdefault, opc.oid AS opcoid, opc.opcname, opcn.nspname AS opcnsp,
+				   (i.indoption::int2[])[k.n - 1] AS opt,
+				   i.indcollation::oid[] AS colls
+			  FROM pg_index i
+			  CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(num, n)
+			  JOIN pg_attribute ia ON ia.attrelid = i.indexrelid AND ia.attnum = k.n
+			  LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num
+			  LEFT JOIN unnest(v_srel, v_snum, v_snew) AS s(rel, num, new) ON s.rel = i.indrelid AND s.num = k.num
+			  LEFT JOIN pg_opclass opc ON opc.oid = (i.indclass::oid[])[k.n - 1]
+			  LEFT JOIN pg_namespace opcn ON opcn.oid = opc.opcnamespace
+			 WHERE i.indexrelid = v_i.indexrelid
+			 ORDER BY k.n
+		LOOP
+			IF v_c.num = 0 THEN
+				v_expr := '(' || pg_get_indexdef(v_i.indexrelid, v_c.pos + 1, false) || ')';
+			ELSIF v_c.new IS NOT NULL THEN
+				v_expr := quote_ident(v_c.new);
+			ELSE
+				v_expr := quote_ident(v_c.attname);
+			END IF;
+			IF v_c.pos >= v_i.indnkeyatts THEN
+				v_incl := v_incl || v_expr;
+				CONTINUE;
+			END IF;
+			IF v_c.new IS NOT NULL THEN
+				-- the shadow column takes bigint's default operator class
+				IF v_refuse AND (NOT v_c.opcdefault
+								 OR NOT EXISTS (SELECT FROM pg_opclass x
+												 WHERE x.opcmethod = (SELECT c.relam FROM pg_class c WHERE c.oid = v_i.indexrelid)
+												   AND x.opcintype = 'int8'::regtype AND x.opcdefault)) THEN
+					RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+						USING ERRCODE = 'feature_not_supported',
+							  DETAIL = format('Index %s uses operator class %s, and the online conversion builds the new index with bigint''s default one.',
+											  v_i.indexrelid::regclass, v_c.opcname),
+							  HINT = v_offline;
+				END IF;
+			ELSE
+				-- (a collation other than the column's, or the type's)
+				v_k := coalesce(v_c.attcollation, (SELECT t.typcollation FROM pg_type t WHERE t.oid = v_c.itype));
+				IF v_c.colls[v_c.pos] <> 0 AND v_c.colls[v_c.pos] <> v_k THEN
+					v_expr := v_expr || ' COLLATE ' || (SELECT format('%I.%I', n.nspname, co.collname)
+														  FROM pg_collation co JOIN pg_namespace n ON n.oid = co.collnamespace
+														 WHERE co.oid = v_c.colls[v_c.pos]);
+				END IF;
+				IF NOT v_c.opcdefault THEN
+					v_expr := v_expr || format(' %I.%I', v_c.opcnsp, v_c.opcname);
+				END IF;
+			END IF;
+			IF v_c.opt & 1 <> 0 THEN
+				v_expr := v_expr || ' DESC' || CASE WHEN v_c.opt & 2 = 0 THEN ' NULLS LAST' ELSE '' END;
+			ELSIF v_c.opt & 2 <> 0 THEN
+				v_expr := v_expr || ' NULLS FIRST';
+			END IF;
+			v_keys := v_keys || v_expr;
+		END LOOP;
+
+		v_stmt := format('CREATE %sINDEX CONCURRENTLY %I ON %s USING %I (%s)',
+						 CASE WHEN v_i.indisunique THEN 'UNIQUE ' ELSE '' END,
+						 v_i.relname || '_snowflake', v_i.indrelid::regclass, v_i.amname,
+						 array_to_string(v_keys, ', '));
+		IF cardinality(v_incl) > 0 THEN
+			v_stmt := v_stmt || ' INCLUDE (' || array_to_string(v_incl, ', ') || ')';
+		END IF;
+		IF v_i.nulls_not_distinct THEN
+			v_stmt := v_stmt || ' NULLS NOT DISTINCT';
+		END IF;
+		IF v_i.reloptions IS NOT NULL THEN
+			v_stmt := v_stmt || ' WITH (' || array_to_string(v_i.reloptions, ', ') || ')';
+		END IF;
+		IF v_i.reltablespace <> 0 THEN
+			v_stmt := v_stmt || ' TABLESPACE ' || quote_ident((SELECT s.spcname FROM pg_tablespace s WHERE s.oid = v_i.reltablespace));
+		END IF;
+		IF v_i.indpred IS NOT NULL THEN
+			v_stmt := v_stmt || ' WHERE ' || pg_get_expr(v_i.indpred, v_i.indrelid);
+		END IF;
+		RETURN QUERY SELECT 'index'::text, v_i.indrelid::regclass, (v_i.relname || '_snowflake')::name, v_stmt;
+
+		v_text := format('%I.%I', (SELECT n.nspname FROM pg_namespace n WHERE n.oid = v_i.relnamespace),
+						 v_i.relname || '_snowflake');
+		v_abort := v_abort || format('DROP INDEX IF EXISTS %s', v_text);
+		IF v_i.contype IN ('p', 'u') THEN
+			v_after := v_after || format('ALTER TABLE %s ADD CONSTRAINT %I %s USING INDEX %I%s',
+										 v_i.indrelid::regclass, v_i.conname,
+										 CASE v_i.contype WHEN 'p' THEN 'PRIMARY KEY' ELSE 'UNIQUE' END,
+										 v_i.relname || '_snowflake',
+										 CASE WHEN v_i.condeferred THEN ' DEFERRABLE INITIALLY DEFERRED'
+											  WHEN v_i.condeferrable THEN ' DEFERRABLE' ELSE '' END);
+			IF v_i.con_comment IS NOT NULL THEN
+				v_after := v_after || format('COMMENT ON CONSTRAINT %I ON %s IS %L',
+											 v_i.conname, v_i.indrelid::regclass, v_i.con_comment);
+			END IF;
+		ELSE
+			v_after := v_after || format('ALTER INDEX %s RENAME TO %I', v_text, v_i.relname);
+		END IF;
+		IF v_i.indisreplident THEN
+			v_after := v_after || format('ALTER TABLE %s REPLICA IDENTITY USING INDEX %I', v_i.indrelid::regclass, v_i.relname);
+		END IF;
+		IF v_i.indisclustered THEN
+			v_after := v_after || format('ALTER TABLE %s CLUSTER ON %I', v_i.indrelid::regclass, v_i.relname);
+		END IF;
+		IF v_i.index_comment IS NOT NULL THEN
+			v_after := v_after || format('COMMENT ON INDEX %I.%I IS %L',
+										 (SELECT n.nspname FROM pg_namespace n WHERE n.oid = v_i.relnamespace),
+										 v_i.relname, v_i.index_comment);
+		END IF;
+	END LOOP;
+
+	-- validate: the foreign keys on the shadow columns (NOT VALID, then
+	-- validated if the old one was), and the not-null checks
+	FOR v_c IN
+		SELECT c.*, obj_description(c.oid, 'pg_constraint') AS con_comment,
+			   (to_jsonb(c) -> 'confdelsetcols') AS delsetcols,
+			   (SELECT string_agg(quote_ident(coalesce(s.new, a.attname)), ', ' ORDER BY k.n)
+				  FROM unnest(c.conkey) WITH ORDINALITY AS k(num, n)
+				  JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.num
+				  LEFT JOIN unnest(v_srel, v_snum, v_snew) AS s(rel, num, new) ON s.rel = c.conrelid AND s.num = k.num) AS cols,
+			   (SELECT string_agg(quote_ident(coalesce(s.new, a.attname)), ', ' ORDER BY k.n)
+				  FROM unnest(c.confkey) WITH ORDINALITY AS k(num, n)
+				  JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.num
+				  LEFT JOIN unnest(v_srel, v_snum, v_snew) AS s(rel, num, new) ON s.rel = c.confrelid AND s.num = k.num) AS refcols
+		  FROM pg_constraint c
+		 WHERE c.contype = 'f'
+		   AND EXISTS (SELECT FROM unnest(v_srel, v_snum) s(rel, num)
+						WHERE (s.rel = c.conrelid AND s.num = ANY (c.conkey))
+						   OR (s.rel = c.confrelid AND s.num = ANY (c.confkey)))
+		 ORDER BY c.conrelid::regclass::text, c.conname
+	LOOP
+		IF v_refuse AND jsonb_typeof(v_c.delsetcols) = 'array' AND jsonb_array_length(v_c.delsetcols) > 0 THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Foreign key "%s" of table %s sets only some columns to NULL on delete, which the online conversion does not rebuild.',
+									  v_c.conname, v_c.conrelid::regclass),
+					  HINT = v_offline;
+		END IF;
+		IF v_refuse AND octet_length(v_c.conname) > 63 - octet_length('_snowflake') THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'name_too_long',
+					  DETAIL = format('The name of the new foreign key of table %s, after "%s", would be too long.', v_c.conrelid::regclass, v_c.conname),
+					  HINT = 'Rename the constraint, or convert with snowflake_convert_column().';
+		END IF;
+		IF mode = 'check' AND EXISTS (SELECT FROM pg_constraint x WHERE x.conrelid = v_c.conrelid
+										 AND x.conname = v_c.conname || '_snowflake') THEN
+			RAISE EXCEPTION 'constraint "%" for relation % already exists', v_c.conname || '_snowflake', v_c.conrelid::regclass
+				USING ERRCODE = 'duplicate_object',
+					  DETAIL = 'The online conversion names its new foreign key so.',
+					  HINT = 'Rename that constraint, or convert with snowflake_convert_column().';
+		END IF;
+		RETURN QUERY SELECT 'constrain'::text, v_c.conrelid::regclass, (v_c.conname || '_snowflake')::name,
+			format('ALTER TABLE %s ADD CONSTRAINT %I FOREIGN KEY (%s) REFERENCES %s (%s)%s ON UPDATE %s ON DELETE %s%s NOT VALID',
+				   v_c.conrelid::regclass, v_c.conname || '_snowflake', v_c.cols, v_c.confrelid::regclass, v_c.refcols,
+				   CASE v_c.confmatchtype WHEN 'f' THEN ' MATCH FULL' WHEN 'p' THEN ' MATCH PARTIAL' ELSE '' END,
+				   CASE v_c.confupdtype WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
+										WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END,
+				   CASE v_c.confdeltype WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
+										WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END,
+				   CASE WHEN v_c.condeferred THEN ' DEFERRABLE INITIALLY DEFERRED'
+						WHEN v_c.condeferrable THEN ' DEFERRABLE' ELSE '' END);
+		IF v_c.convalidated THEN
+			v_validate := v_validate || format('%s|%s|ALTER TABLE %s VALIDATE CONSTRAINT %I',
+											   v_c.conrelid, v_c.conname || '_snowflake',
+											   v_c.conrelid::regclass, v_c.conname || '_snowflake');
+		END IF;
+		v_abort := format('ALTER TABLE %s DROP CONSTRAINT IF EXISTS %I', v_c.conrelid::regclass, v_c.conname || '_snowflake')
+				   || v_abort;
+		v_swap_fk := v_swap_fk || format('ALTER TABLE %s DROP CONSTRAINT %I', v_c.conrelid::regclass, v_c.conname);
+		v_after := v_after || format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', v_c.conrelid::regclass,
+									 v_c.conname || '_snowflake', v_c.conname);
+		IF v_c.con_comment IS NOT NULL THEN
+			v_after := v_after || format('COMMENT ON CONSTRAINT %I ON %s IS %L', v_c.conname,
+										 v_c.conrelid::regclass, v_c.con_comment);
+		END IF;
+	END LOOP;
+	FOR v_r IN
+		SELECT s.rel, s.new FROM unnest(v_srel, v_snew, v_snn) WITH ORDINALITY AS s(rel, new, nn, n)
+		 WHERE s.nn
+		 ORDER BY array_position(v_stables, s.rel), s.n
+	LOOP
+		v_validate := format('%s|%s|ALTER TABLE %s VALIDATE CONSTRAINT %I', v_r.rel, v_r.new || '_not_null',
+							 v_r.rel::regclass, v_r.new || '_not_null') || v_validate;
+	END LOOP;
+	FOREACH v_text IN ARRAY v_validate LOOP
+		RETURN QUERY SELECT 'validate'::text, split_part(v_text, '|', 1)::oid::regclass,
+			split_part(v_text, '|', 2)::name, substr(v_text, length(split_part(v_text, '|', 1)) + length(split_part(v_text, '|', 2)) + 3);
+	END LOOP;
+	FOR v_r IN
+		SELECT t AS relid, (SELECT string_agg(quote_ident(s.new), ', ' ORDER BY s.n)
+							  FROM unnest(v_srel, v_snew) WITH ORDINALITY AS s(rel, new, n) WHERE s.rel = t) AS cols
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		 ORDER BY k.n
+	LOOP
+		RETURN QUERY SELECT 'validate'::text, v_r.relid::regclass, NULL::name,
+			format('ANALYZE %s (%s)', v_r.relid::regclass, v_r.cols);
+	END LOOP;
+
+	-- abort: the new foreign keys, indexes, triggers, checks and columns
+	FOR v_r IN
+		SELECT t AS relid,
+			   (SELECT string_agg(CASE WHEN s.nn THEN format('DROP CONSTRAINT IF EXISTS %I, ', s.new || '_not_null') ELSE '' END
+								  || format('DROP COLUMN IF EXISTS %I', s.new), ', ' ORDER BY s.n)
+				  FROM unnest(v_srel, v_snew, v_snn) WITH ORDINALITY AS s(rel, new, nn, n) WHERE s.rel = t) AS drops
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		 ORDER BY k.n
+	LOOP
+		v_abort := v_abort || format('ALTER TABLE %s %s', v_r.relid::regclass, v_r.drops);
+	END LOOP;
+	IF mode = 'abort' THEN
+		RETURN QUERY SELECT 'abort'::text, NULL::regclass, NULL::name,
+			'LOCK TABLE ' || string_agg(t::regclass::text, ', ' ORDER BY k.n) || ' IN ACCESS EXCLUSIVE MODE'
+		  FROM unnest(v_tables) WITH ORDINALITY AS k(t, n);
+		RETURN QUERY SELECT 'abort'::text, NULL::regclass, NULL::name, s FROM unnest(v_abort) AS s;
+		RETURN;
+	END IF;
+
+	-- swap: in one transaction, under the locks of its first statement
+	RETURN QUERY SELECT 'swap'::text, NULL::regclass, NULL::name,
+		'LOCK TABLE ' || string_agg(t::regclass::text, ', ' ORDER BY k.n) || ' IN ACCESS EXCLUSIVE MODE'
+	  FROM unnest(v_tables) WITH ORDINALITY AS k(t, n);
+	-- (object "before": what goes before the sequence's statements)
+	RETURN QUERY SELECT 'swap'::text, t::regclass, 'before'::name,
+		format('DROP TRIGGER zz_snowflake_sync ON %s', t::regclass)
+	  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n) ORDER BY k.n;
+	RETURN QUERY SELECT 'swap'::text, NULL::regclass, 'before'::name, s FROM unnest(v_swap_fk) AS s;
+	-- the sequence, identity and default of the key, as offline (object
+	-- "sequence": the swap computes them again under its locks)
+	EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1::pg_catalog.regclass,
+			$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+			$6::pg_catalog.text, $7::pg_catalog.text)', nsp)
+	   INTO v_plan
+	  USING tbl, col, drop_sequence, rels, atts,
+			(SELECT p.oid::regproc::text || '()' FROM pg_proc p
+			  WHERE p.pronamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = nsp)
+				AND p.proname = 'snowflake_nextval' AND p.pronargs = 0),
+			v_call;
+	IF NOT v_plan.converted THEN
+		RETURN QUERY EXECUTE format(
+			'SELECT ''swap''::text, NULL::regclass, ''sequence''::name, s
+			   FROM %I._snowflake_convert_statements($1::pg_catalog.regclass, $2::pg_catalog.name,
+					$3::pg_catalog.bool, ''{}''::pg_catalog.oid[], ''{}''::pg_catalog.name[],
+					$4::pg_catalog.oid[], $5::pg_catalog.oid[], $6::pg_catalog.oid[], $7::pg_catalog.oid[],
+					$8::pg_catalog.bool, ''{}''::pg_catalog.oid[], $9::pg_catalog.text) AS s', nsp)
+		  USING tbl, col, drop_sequence, v_plan.identity_rels, v_plan.identity_seqs,
+				v_plan.owned_seqs, v_plan.drop_seqs, v_plan.set_default OR v_key_shadowed, v_call;
+	END IF;
+	FOR v_r IN
+		SELECT t AS relid,
+			   (SELECT string_agg(format('DROP COLUMN %I', s.att), ', ' ORDER BY s.n)
+				  FROM unnest(v_srel, v_satt) WITH ORDINALITY AS s(rel, att, n) WHERE s.rel = t) AS drops
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		 ORDER BY k.n
+	LOOP
+		RETURN QUERY SELECT 'swap'::text, v_r.relid::regclass, NULL::name,
+			format('ALTER TABLE %s %s', v_r.relid::regclass, v_r.drops);
+	END LOOP;
+	RETURN QUERY SELECT 'swap'::text, s.rel::regclass, NULL::name,
+		format('ALTER TABLE %s RENAME COLUMN %I TO %I', s.rel::regclass, s.new, s.att)
+	  FROM unnest(v_srel, v_satt, v_snew) WITH ORDINALITY AS s(rel, att, new, n)
+	 ORDER BY array_position(v_stables, s.rel), s.n;
+	-- (SET NOT NULL finds the validated check and skips the scan; the
+	-- check goes after it, not in the same ALTER TABLE, which would drop
+	-- it first)
+	FOR v_r IN
+		SELECT s.rel, s.att, s.new FROM unnest(v_srel, v_satt, v_snew, v_snn) WITH ORDINALITY AS s(rel, att, new, nn, n)
+		 WHERE s.nn
+		 ORDER BY array_position(v_stables, s.rel), s.n
+	LOOP
+		RETURN QUERY SELECT 'swap'::text, v_r.rel::regclass, NULL::name,
+			format('ALTER TABLE %s ALTER COLUMN %I SET NOT NULL', v_r.rel::regclass, v_r.att);
+		RETURN QUERY SELECT 'swap'::text, v_r.rel::regclass, NULL::name,
+			format('ALTER TABLE %s DROP CONSTRAINT %I', v_r.rel::regclass, v_r.new || '_not_null');
+	END LOOP;
+	-- the defaults of the other columns, the key's
+	RETURN QUERY SELECT 'swap'::text, s.rel::regclass, NULL::name,
+		format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', s.rel::regclass, s.att, pg_get_expr(ad.adbin, ad.adrelid))
+	  FROM unnest(v_srel, v_snum, v_satt) WITH ORDINALITY AS s(rel, num, att, n)
+	  JOIN pg_attrdef ad ON ad.adrelid = s.rel AND ad.adnum = s.num
+	 WHERE NOT (s.rel = tbl AND s.att = col)
+	 ORDER BY array_position(v_stables, s.rel), s.n;
+	RETURN QUERY SELECT 'swap'::text, NULL::regclass, NULL::name, s FROM unnest(v_after) AS s;
+	IF v_key_shadowed THEN
+		RETURN QUERY SELECT 'swap'::text, tbl, NULL::name,
+			format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', tbl, col, v_call);
+	END IF;
+	RETURN QUERY SELECT 'swap'::text, s.rel::regclass, NULL::name,
+		format('COMMENT ON COLUMN %s.%I IS %L', s.rel::regclass, s.att, col_description(s.rel, s.num))
+	  FROM unnest(v_srel, v_snum, v_satt) WITH ORDINALITY AS s(rel, num, att, n)
+	 WHERE col_description(s.rel, s.num) IS NOT NULL
+	 ORDER BY array_position(v_stables, s.rel), s.n;
+END;
+$plan$;
+
+CREATE OR REPLACE FUNCTION _snowflake_online_state_problem(tbl regclass, col name, rels regclass[], atts name[],
+												backfill_tables regclass[], nsp name, refuse boolean)
+RETURNS text
+LANGUAGE plpgsql
+STABLE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $problem$
+DECLARE
+	v_rels oid[] := '{}';		-- the closure as the catalogs have it
+	v_atts name[] := '{}';
+	v_bad regclass;
+	v_problem text;
+BEGIN
+	IF rels IS NULL OR atts IS NULL OR backfill_tables IS NULL
+	   OR cardinality(rels) IS DISTINCT FROM cardinality(atts) OR cardinality(rels) = 0
+	   OR rels[1] IS DISTINCT FROM tbl OR atts[1] IS DISTINCT FROM col
+	   OR NOT (backfill_tables <@ rels) THEN
+		v_problem := 'its tables and columns do not start with the table''s own, or do not match';
+	ELSE
+		BEGIN
+			EXECUTE format('SELECT coalesce(array_agg(c.rel::oid), ''{}''), coalesce(array_agg(c.att), ''{}'')
+							  FROM %I._snowflake_convert_fk_closure($1::pg_catalog.regclass,
+									$2::pg_catalog.name) AS c(rel, att)', nsp)
+			   INTO v_rels, v_atts USING tbl, col;
+		EXCEPTION WHEN undefined_column OR undefined_table OR object_not_in_prerequisite_state
+					   OR wrong_object_type OR feature_not_supported OR insufficient_privilege THEN
+			NULL;				-- (the column is gone: only the owner's rule is left)
+		END;
+		SELECT s.r::regclass INTO v_bad
+		  FROM unnest(rels::oid[], atts) AS s(r, a)
+		  JOIN pg_class c ON c.oid = s.r
+		 WHERE NOT EXISTS (SELECT FROM unnest(v_rels, v_atts) AS k(r, a) WHERE k.r = s.r AND k.a = s.a)
+		   AND NOT pg_has_role((SELECT t.relowner FROM pg_class t WHERE t.oid = tbl), c.relowner, 'USAGE')
+		 LIMIT 1;
+		IF v_bad IS NOT NULL THEN
+			v_problem := format('it names table %s, which neither references the table nor belongs to its owner', v_bad);
+		END IF;
+	END IF;
+	IF refuse AND v_problem IS NOT NULL THEN
+		RAISE EXCEPTION 'the state of the online conversion of table % was not written by the procedure: %', tbl, v_problem
+			USING ERRCODE = 'insufficient_privilege',
+				  HINT = 'The procedure alone writes snowflake_online_state; the table''s owner can delete the row, and drop what the conversion added by hand.';
+	END IF;
+	RETURN v_problem;
+END
+$problem$;
+
+CREATE OR REPLACE FUNCTION _snowflake_online_pending(tbl regclass, col name, drop_sequence boolean, rels regclass[],
+										  atts name[], backfill_tables regclass[])
+RETURNS text[]
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $pending$
+DECLARE
+	v_nsp name;
+	v_pending text[] := '{}';
+	v_r record;
+	v_bad boolean;
+BEGIN
+	SELECT n.nspname INTO v_nsp
+	  FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+	 WHERE e.extname = 'snowflake';
+	EXECUTE format('SELECT %I._snowflake_online_state_problem($1::pg_catalog.regclass, $2::pg_catalog.name,
+			$3::pg_catalog.regclass[], $4::pg_catalog.name[], $5::pg_catalog.regclass[], $6::pg_catalog.name,
+			false::pg_catalog.bool) IS NOT NULL', v_nsp)
+	   INTO v_bad USING tbl, col, rels, atts, backfill_tables, v_nsp;
+	IF v_bad THEN
+		RETURN NULL;
+	END IF;
+	FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+			$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+			$6::pg_catalog.name, ''run''::pg_catalog.text)', v_nsp)
+				USING tbl, col, drop_sequence, rels::oid[], atts, v_nsp
+	LOOP
+		IF v_r.step = 'index'
+		   AND NOT EXISTS (SELECT FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+							WHERE i.indrelid = v_r.rel AND c.relname = v_r.object AND i.indisvalid) THEN
+			v_pending := v_pending || v_r.statement;
+		END IF;
+	END LOOP;
+	RETURN v_pending;
+EXCEPTION WHEN object_not_in_prerequisite_state OR feature_not_supported OR undefined_column
+			   OR undefined_table OR wrong_object_type OR insufficient_privilege THEN
+	RETURN NULL;
+END
+$pending$;
+
+CREATE OR REPLACE FUNCTION _snowflake_online_locked(
+	lock_stmt text,
+	rels oid[],
+	fingerprint text,
+	stmts text[],
+	nsp name)
+RETURNS float8
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+SET client_min_messages = warning
+AS $locked$
+DECLARE
+	v_stmt text;
+	v_now text;
+	v_locked timestamptz;
+BEGIN
+	EXECUTE lock_stmt;
+	v_locked := clock_timestamp();
+	IF fingerprint IS NOT NULL THEN
+		EXECUTE format('SELECT %I._snowflake_online_fingerprint($1::pg_catalog.oid[])', nsp) INTO v_now USING rels;
+		IF v_now IS DISTINCT FROM fingerprint THEN
+			RETURN NULL;
+		END IF;
+	END IF;
+	FOREACH v_stmt IN ARRAY stmts LOOP
+		EXECUTE v_stmt;
+	END LOOP;
+	RETURN extract(epoch FROM clock_timestamp() - v_locked);
+END;
+$locked$;
+
+CREATE OR REPLACE FUNCTION _snowflake_online_below(tbl regclass, col name, next_id bigint, nsp name)
+RETURNS void
+LANGUAGE plpgsql
+STABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $below$
+DECLARE
+	v_max bigint;
+	v_text text;
+BEGIN
+	EXECUTE format('SELECT max(%I)::bigint FROM %s', col, tbl) INTO v_max;
+	IF v_max >= next_id THEN
+		EXECUTE format('SELECT %I.snowflake_timestamp($1::pg_catalog.int8)::text', nsp) INTO v_text USING v_max;
+		RAISE EXCEPTION 'column "%" of table % holds values not below the next Snowflake id', col, tbl
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Its largest value is %s, which Snowflake ids reach only at %s: until then new ids could repeat existing values.', v_max, v_text),
+				  HINT = 'Keep the column''s current default, or renumber those rows first.';
+	END IF;
+END
+$below$;
+
+CREATE OR REPLACE FUNCTION _snowflake_online_swap(
+	lock_stmt text,
+	rels oid[],
+	fingerprint text,
+	before text[],
+	after text[],
+	tbl regclass,
+	col name,
+	drop_sequence boolean,
+	nsp name,
+	next_id bigint,
+	identity_rels oid[],
+	identity_seqs oid[],
+	owned_seqs oid[],
+	drop_seqs oid[],
+	set_default boolean)
+RETURNS float8
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+SET client_min_messages = warning
+AS $swap$
+DECLARE
+	v_stmt text;
+	v_now text;
+	v_locked timestamptz;
+BEGIN
+	EXECUTE lock_stmt;
+	v_locked := clock_timestamp();
+	EXECUTE format('SELECT %I._snowflake_online_fingerprint($1::pg_catalog.oid[])', nsp) INTO v_now USING rels;
+	IF v_now IS DISTINCT FROM fingerprint THEN
+		RETURN NULL;
+	END IF;
+	EXECUTE format('SELECT %I._snowflake_online_below($1::pg_catalog.regclass, $2::pg_catalog.name,
+			$3::pg_catalog.int8, $4::pg_catalog.name)', nsp) USING tbl, col, next_id, nsp;
+	FOREACH v_stmt IN ARRAY before LOOP
+		EXECUTE v_stmt;
+	END LOOP;
+	FOR v_stmt IN EXECUTE format(
+		'SELECT s FROM %I._snowflake_convert_statements($1::pg_catalog.regclass, $2::pg_catalog.name,
+				$3::pg_catalog.bool, ''{}''::pg_catalog.oid[], ''{}''::pg_catalog.name[],
+				$4::pg_catalog.oid[], $5::pg_catalog.oid[], $6::pg_catalog.oid[], $7::pg_catalog.oid[],
+				$8::pg_catalog.bool, ''{}''::pg_catalog.oid[], $9::pg_catalog.text) AS s', nsp)
+		USING tbl, col, drop_sequence, identity_rels, identity_seqs, owned_seqs, drop_seqs, set_default,
+			  format('%I.snowflake_nextval()', nsp)
+	LOOP
+		EXECUTE v_stmt;
+	END LOOP;
+	FOREACH v_stmt IN ARRAY after LOOP
+		EXECUTE v_stmt;
+	END LOOP;
+	EXECUTE format('DELETE FROM %I.snowflake_online_state WHERE tbl = $1', nsp) USING tbl;
+	RETURN extract(epoch FROM clock_timestamp() - v_locked);
+END;
+$swap$;
+
+CREATE OR REPLACE PROCEDURE snowflake_convert_column_online(
+	tbl regclass,
+	col name DEFAULT 'id',
+	batch_size integer DEFAULT 10000,
+	lock_timeout interval DEFAULT '500ms',
+	max_retries integer DEFAULT 10,
+	stop_after text DEFAULT NULL,
+	abort boolean DEFAULT false,
+	drop_sequence boolean DEFAULT false,
+	dry_run boolean DEFAULT false)
+LANGUAGE plpgsql
+SECURITY INVOKER
+AS $online$
+DECLARE
+	v_nsp pg_catalog.name;
+	v_ours pg_catalog.text;
+	v_relkind pg_catalog."char";
+	v_state record;
+	v_lock record;
+	v_plan record;
+	v_r record;
+	v_sql pg_catalog.text;
+	v_kind pg_catalog.text;		-- the step's locked transaction, if any
+	v_lock_stmt pg_catalog.text;
+	v_fp pg_catalog.text;
+	v_stmts pg_catalog.text[];
+	v_after pg_catalog.text[];
+	v_rels pg_catalog.oid[];
+	v_atts pg_catalog.name[];
+	v_tables pg_catalog.oid[];
+	v_try pg_catalog.int4 := 0;
+	v_failed pg_catalog.text;
+	v_lt pg_catalog.text;
+	v_key pg_catalog.int8;
+	v_bool pg_catalog.bool;
+	v_held pg_catalog.float8;	-- how long a step held its locks, in seconds
+	v_n pg_catalog.int8;
+	v_last pg_catalog.text[];
+	v_b record;
+	v_t pg_catalog.regclass;
+	v_started pg_catalog.timestamptz;
+	v_noticed pg_catalog.timestamptz;
+	v_holder record;		-- a session holding a long lock on a table of the step
+	v_done0 pg_catalog.int8;
+	v_rate pg_catalog.float8;
+	v_pending pg_catalog.text[];
+	v_dry_rows pg_catalog.int4 := 0;
+	v_stop pg_catalog.bool := false; -- nothing more to do after the checks
+BEGIN
+	PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+	IF tbl IS NULL OR col IS NULL OR batch_size IS NULL OR lock_timeout IS NULL OR max_retries IS NULL
+	   OR abort IS NULL OR drop_sequence IS NULL OR dry_run IS NULL THEN
+		RAISE EXCEPTION 'arguments of snowflake_convert_column_online() must not be null'
+			USING ERRCODE = 'null_value_not_allowed',
+				  HINT = 'Only stop_after may be null.';
+	END IF;
+	IF batch_size < 1 OR max_retries < 0 OR lock_timeout <= interval '0'
+	   OR lock_timeout > interval '1 hour' OR stop_after NOT IN ('add', 'backfill', 'validate') THEN
+		RAISE EXCEPTION 'invalid argument of snowflake_convert_column_online()'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'batch_size must be positive, max_retries at least 0, lock_timeout between 0 and 1 hour (excluded) and stop_after one of add, backfill, validate or null.';
+	END IF;
+	-- (half of it: see above)
+	v_lt := greatest(ceil(extract(epoch FROM lock_timeout) * 1000 / 2), 1)::bigint::text;
+
+	SELECT n.nspname, p.oid::regproc::text || '()' INTO v_nsp, v_ours
+	  FROM pg_depend d
+	  JOIN pg_extension e ON e.oid = d.refobjid
+	  JOIN pg_proc p ON p.oid = d.objid
+	  JOIN pg_namespace n ON n.oid = p.pronamespace
+	 WHERE d.classid = 'pg_proc'::regclass
+	   AND d.refclassid = 'pg_extension'::regclass
+	   AND d.deptype = 'e'
+	   AND e.extname = 'snowflake'
+	   AND p.proname = 'snowflake_nextval'
+	   AND p.pronargs = 0;
+
+	-- As offline: a table, the caller's.
+	SELECT c.relkind INTO v_relkind FROM pg_class c WHERE c.oid = tbl;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'relation with OID % does not exist', tbl::oid
+			USING ERRCODE = 'undefined_table';
+	END IF;
+	IF v_relkind NOT IN ('r', 'p') THEN
+		RAISE EXCEPTION '% is not a table', tbl
+			USING ERRCODE = 'wrong_object_type',
+				  DETAIL = format('It is %s; only ordinary and partitioned tables can be converted.',
+								  CASE v_relkind
+									  WHEN 'v' THEN 'a view'
+									  WHEN 'm' THEN 'a materialized view'
+									  WHEN 'f' THEN 'a foreign table'
+									  WHEN 'S' THEN 'a sequence'
+									  WHEN 'c' THEN 'a composite type'
+									  ELSE 'an index'
+								  END);
+	END IF;
+	IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = tbl), 'USAGE') THEN
+		RAISE EXCEPTION 'must be owner of table %', tbl
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+
+	EXECUTE format('SELECT * FROM %I.snowflake_online_state WHERE tbl = $1', v_nsp) INTO v_state USING tbl;
+	IF v_state.tbl IS NOT NULL AND v_state.col <> col THEN
+		RAISE EXCEPTION 'an online conversion of column "%" of table % is in progress', v_state.col, tbl
+			USING ERRCODE = 'object_in_use',
+				  HINT = 'Finish it or abort it first.';
+	END IF;
+	-- (and before each step: see _snowflake_online_state_problem())
+	IF v_state.tbl IS NOT NULL THEN
+		EXECUTE format('SELECT %I._snowflake_online_state_problem($1::pg_catalog.regclass,
+				$2::pg_catalog.name, $3::pg_catalog.regclass[], $4::pg_catalog.name[],
+				$5::pg_catalog.regclass[], $6::pg_catalog.name, true::pg_catalog.bool)', v_nsp)
+		   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
+	END IF;
+
+	IF NOT dry_run THEN
+		IF current_setting('transaction_isolation') <> 'read committed' THEN
+			RAISE EXCEPTION 'snowflake_convert_column_online() cannot run in a % transaction',
+							upper(current_setting('transaction_isolation'))
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = 'Each step reads the catalogs and the rows under its own locks, which needs a new snapshot for each statement.',
+					  HINT = 'Call it with default_transaction_isolation set to READ COMMITTED.';
+		END IF;
+
+		-- One session at a time per table.  Taken again by the same session,
+		-- it only counts up: every hold is released at the end.
+		v_key := (1936617335::bigint << 32) | tbl::oid::bigint;
+		IF NOT pg_try_advisory_lock(v_key) THEN
+			RAISE EXCEPTION 'another session is converting table % online', tbl
+				USING ERRCODE = 'object_in_use',
+					  DETAIL = format('Session %s holds the conversion''s advisory lock.',
+									  (SELECT string_agg(l.pid::text, ', ') FROM pg_locks l
+									    WHERE l.locktype = 'advisory' AND l.granted
+										  AND l.classid = 1936617335 AND l.objid = tbl::oid AND l.objsubid = 1)),
+					  HINT = 'Wait for it to finish; a session whose call failed holds the lock until it calls the procedure again or disconnects.';
+		END IF;
+	END IF;
+
+	-- The refusals, offline's then online's, before anything changes (and
+	-- again before the add step), or the dry run; the advisory lock let go
+	-- if the call stops here.  (pg_get_expr() takes ACCESS SHARE on the
+	-- table from PostgreSQL 15 on: the lock above refuses a second session
+	-- before it would queue behind a first one's locks.)
+	BEGIN
+		IF abort THEN
+			IF v_state.tbl IS NULL THEN
+				RAISE NOTICE 'no online conversion of table % is in progress', tbl;
+				v_stop := true;
+			ELSIF dry_run THEN
+				FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+						$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[],
+						$5::pg_catalog.name[], $6::pg_catalog.name, ''abort''::pg_catalog.text)', v_nsp)
+							USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
+				LOOP
+					IF v_r.step = 'abort' THEN
+						RAISE NOTICE '%: %', v_r.step, v_r.statement;
+					END IF;
+				END LOOP;
+				v_stop := true;
+			END IF;
+		ELSE
+			EXECUTE format('SELECT coalesce(array_agg(c.rel::oid ORDER BY c.n), ''{}'') AS rels,
+								   coalesce(array_agg(c.att ORDER BY c.n), ''{}'') AS atts
+							  FROM %I._snowflake_convert_fk_closure($1::pg_catalog.regclass,
+									$2::pg_catalog.name) WITH ORDINALITY AS c(rel, att, n)', v_nsp)
+			   INTO v_lock USING tbl, col;
+			EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.text, $7::pg_catalog.text)', v_nsp)
+			   INTO v_plan
+			  USING tbl, col, drop_sequence, v_lock.rels, v_lock.atts, v_ours, format('%I.snowflake_nextval()', v_nsp);
+			IF v_plan.converted AND v_state.tbl IS NULL THEN
+				RAISE NOTICE 'column "%" of table % already takes Snowflake ids, skipping', col, tbl;
+				v_stop := true;
+			ELSE
+				IF v_state.tbl IS NOT NULL THEN
+					v_lock.rels := v_state.rels::oid[];
+					v_lock.atts := v_state.atts;
+					drop_sequence := v_state.drop_sequence;
+				END IF;
+				FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+						$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[],
+						$5::pg_catalog.name[], $6::pg_catalog.name, $7::pg_catalog.text)', v_nsp)
+							USING tbl, col, drop_sequence, v_lock.rels, v_lock.atts, v_nsp,
+								  CASE WHEN v_state.tbl IS NULL THEN 'check' ELSE 'run' END
+				LOOP
+					IF dry_run THEN
+						RAISE NOTICE '%: %', v_r.step, v_r.statement;
+						v_dry_rows := v_dry_rows + 1;
+					END IF;
+				END LOOP;
+				IF v_state.tbl IS NULL AND NOT v_plan.converted THEN
+					EXECUTE format('SELECT %I._snowflake_online_below($1::pg_catalog.regclass,
+							$2::pg_catalog.name, %I.snowflake_nextval()::pg_catalog.int8,
+							$3::pg_catalog.name)', v_nsp, v_nsp)
+					  USING tbl, col, v_nsp;
+				END IF;
+				IF dry_run THEN
+					IF v_state.tbl IS NOT NULL THEN
+						RAISE NOTICE 'in progress: at step %', v_state.step;
+					END IF;
+					v_stop := true;
+				END IF;
+			END IF;
+		END IF;
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT dry_run THEN
+			EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', v_nsp) USING tbl;
+		END IF;
+		RAISE;
+	END;
+	IF v_stop THEN
+		IF NOT dry_run THEN
+			EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', v_nsp) USING tbl;
+		END IF;
+		RETURN;
+	END IF;
+
+	-- Here a call inside a transaction block, or from a function, fails
+	-- ("invalid transaction termination") before anything has changed.
+	COMMIT;
+	PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+
+	<<steps>>
+	LOOP
+		EXECUTE format('SELECT * FROM %I.snowflake_online_state WHERE tbl = $1', v_nsp) INTO v_state USING tbl;
+		IF v_state.tbl IS NOT NULL THEN
+			EXECUTE format('SELECT %I._snowflake_online_state_problem($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.regclass[], $4::pg_catalog.name[],
+					$5::pg_catalog.regclass[], $6::pg_catalog.name, true::pg_catalog.bool)', v_nsp)
+			   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
+		END IF;
+		-- (the step to do next, from 1, against the last one to do)
+		v_n := coalesce(array_position(ARRAY['backfill', 'index', 'validate', 'swap'], v_state.step::text) + 1, 1);
+		IF NOT abort AND v_n > coalesce(array_position(ARRAY['add', 'backfill', 'index', 'validate'], stop_after), 5) THEN
+			RAISE NOTICE 'stopping after step %, as asked', stop_after;
+			EXIT steps;
+		END IF;
+		-- The step's transaction that takes locks blocking writers, if it
+		-- has one: planned first, without locks, in a transaction of its
+		-- own; then run under lock_timeout, retried (see
+		-- _snowflake_online_fingerprint()).
+		v_kind := NULL;
+		v_fp := NULL;
+		v_stmts := '{}';
+		v_after := '{}';
+		IF abort THEN
+			EXIT steps WHEN v_state.tbl IS NULL;
+			v_kind := 'abort';
+			SELECT coalesce(array_agg(r ORDER BY n), '{}'), coalesce(array_agg(a ORDER BY n), '{}')
+			  INTO v_rels, v_atts
+			  FROM unnest(v_state.rels::oid[], v_state.atts) WITH ORDINALITY AS s(r, a, n)
+			 WHERE EXISTS (SELECT FROM pg_class c WHERE c.oid = s.r);	-- (not those dropped since)
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.name, ''abort''::pg_catalog.text)', v_nsp)
+						USING tbl, v_state.col, v_state.drop_sequence, v_rels, v_atts, v_nsp
+			LOOP
+				CONTINUE WHEN v_r.step <> 'abort';
+				IF v_r.statement LIKE 'LOCK TABLE %' THEN
+					v_lock_stmt := v_r.statement;
+				ELSE
+					v_stmts := v_stmts || v_r.statement;
+				END IF;
+			END LOOP;
+			v_stmts := v_stmts || format('DELETE FROM %I.snowflake_online_state WHERE tbl = %s', v_nsp, tbl::oid);
+		ELSIF v_state.tbl IS NULL OR v_state.step = 'swap' THEN
+			-- the closure and the refusals, as at the start
+			EXECUTE format('SELECT coalesce(array_agg(c.rel::oid ORDER BY c.n), ''{}'') AS rels,
+								   coalesce(array_agg(c.att ORDER BY c.n), ''{}'') AS atts
+							  FROM %I._snowflake_convert_fk_closure($1::pg_catalog.regclass,
+									$2::pg_catalog.name) WITH ORDINALITY AS c(rel, att, n)', v_nsp)
+			   INTO v_lock USING tbl, col;
+			v_rels := v_lock.rels;
+			v_atts := v_lock.atts;
+			EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.text, $7::pg_catalog.text)', v_nsp)
+			   INTO v_plan
+			  USING tbl, col, coalesce(v_state.drop_sequence, drop_sequence), v_rels, v_atts, v_ours,
+					format('%I.snowflake_nextval()', v_nsp);
+			IF v_state.tbl IS NULL THEN
+				IF v_plan.converted THEN
+					RAISE NOTICE 'column "%" of table % already takes Snowflake ids, skipping', col, tbl;
+					EXIT steps;
+				END IF;
+				v_kind := 'add';
+				RAISE NOTICE 'step 1 of 5, add: shadow columns and triggers on %', tbl;
+			ELSE
+				IF v_plan.converted
+				   OR EXISTS (SELECT unnest(v_rels)::regclass, unnest(v_atts)
+							  EXCEPT SELECT unnest(v_state.rels), unnest(v_state.atts))
+				   OR EXISTS (SELECT unnest(v_state.rels), unnest(v_state.atts)
+							  EXCEPT SELECT unnest(v_rels)::regclass, unnest(v_atts)) THEN
+					RAISE EXCEPTION 'the columns referencing column "%" of table % changed during its online conversion', col, tbl
+						USING ERRCODE = 'object_not_in_prerequisite_state',
+							  DETAIL = 'A foreign key was added or dropped, or a column changed, after the conversion began: the shadow columns no longer match.',
+							  HINT = format('Undo the conversion with CALL snowflake_convert_column_online(%L, %L, abort => true), then start it again.', tbl::text, col);
+				END IF;
+				v_kind := 'swap';
+				RAISE NOTICE 'step 5 of 5, swap';
+			END IF;
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.name, $7::pg_catalog.text)', v_nsp)
+						USING tbl, col, coalesce(v_state.drop_sequence, drop_sequence), v_rels, v_atts, v_nsp,
+							  CASE v_kind WHEN 'add' THEN 'check' ELSE 'run' END
+			LOOP
+				CONTINUE WHEN v_r.step <> v_kind;
+				IF v_r.statement LIKE 'LOCK TABLE %' THEN
+					v_lock_stmt := v_r.statement;
+				ELSIF v_r.object = 'sequence' THEN
+					NULL;				-- (computed again under the locks)
+				ELSIF v_r.object = 'before' OR v_kind = 'add' THEN
+					v_stmts := v_stmts || v_r.statement;
+				ELSE
+					v_after := v_after || v_r.statement;
+				END IF;
+			END LOOP;
+			-- the whole closure is locked, the table first, then by name
+			SELECT 'LOCK TABLE ' || string_agg(format('%I.%I', n.nspname, c.relname), ', '
+											   ORDER BY c.oid <> tbl::oid, c.oid::regclass::text)
+				   || ' IN ACCESS EXCLUSIVE MODE'
+			  INTO v_lock_stmt
+			  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			 WHERE c.oid = ANY (v_rels);
+			IF v_kind = 'add' THEN
+				-- the state row, with the tables to backfill (the table
+				-- first, then by name) and the rows to expect: the
+				-- planner's estimate, or a count for a table never
+				-- vacuumed nor analyzed (a new one, likely small)
+				SELECT coalesce(array_agg(t ORDER BY t <> tbl::oid, t::regclass::text), '{}') INTO v_tables
+				  FROM (SELECT DISTINCT v_rels[k.n] AS t
+						  FROM generate_subscripts(v_rels, 1) AS k(n)
+						  JOIN pg_attribute a ON a.attrelid = v_rels[k.n] AND a.attname = v_atts[k.n]
+						 WHERE a.atttypid <> 'int8'::regtype) x;
+				v_n := 0;
+				FOR v_r IN SELECT c.oid::regclass AS r, c.reltuples, c.relpages FROM pg_class c WHERE c.oid = ANY (v_tables) LOOP
+					IF v_r.reltuples > 0 OR (v_r.reltuples = 0 AND v_r.relpages > 0) THEN
+						v_n := v_n + v_r.reltuples::bigint;
+					ELSE
+						EXECUTE format('SELECT %s + count(*) FROM %s', v_n, v_r.r) INTO v_n;
+					END IF;
+				END LOOP;
+				v_stmts := v_stmts || format(
+					'INSERT INTO %I.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables, rows_estimated)
+					 VALUES (%s, %L, ''backfill'', %L::oid[]::regclass[], %L, %L, %L::oid[]::regclass[], %s)',
+					v_nsp, tbl::oid, col, v_rels, v_atts, drop_sequence, v_tables, v_n);
+			END IF;
+			EXECUTE format('SELECT %I._snowflake_online_fingerprint($1::pg_catalog.oid[])', v_nsp) INTO v_fp USING v_rels;
+		ELSIF v_state.step = 'validate' THEN
+			-- the new foreign keys that are not there yet, in one
+			-- transaction, its locks taken first in the order of every
+			-- other step (the table, then the others by name), as a
+			-- writer inserting a row and then rows referencing it takes
+			-- them; a foreign key locks both its tables
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.name, ''run''::pg_catalog.text)', v_nsp)
+						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
+			LOOP
+				IF v_r.step = 'constrain'
+				   AND NOT EXISTS (SELECT FROM pg_constraint c WHERE c.conrelid = v_r.rel AND c.conname = v_r.object) THEN
+					v_stmts := v_stmts || v_r.statement;
+				END IF;
+			END LOOP;
+			IF v_stmts <> '{}' THEN
+				v_kind := 'constrain';
+				SELECT 'LOCK TABLE ' || string_agg(format('%I.%I', n.nspname, c.relname), ', '
+												   ORDER BY c.oid <> tbl::oid, c.oid::regclass::text)
+					   || ' IN SHARE ROW EXCLUSIVE MODE'
+				  INTO v_lock_stmt
+				  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+				 WHERE c.oid = ANY (v_state.rels::oid[]);
+			END IF;
+		ELSIF v_state.step = 'index' THEN
+			-- an index left invalid by a cancelled CREATE INDEX CONCURRENTLY
+			-- is dropped, to be built again
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.name, ''run''::pg_catalog.text)', v_nsp)
+						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
+			LOOP
+				IF v_r.step = 'index'
+				   AND EXISTS (SELECT FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+								WHERE i.indrelid = v_r.rel AND c.relname = v_r.object AND NOT i.indisvalid) THEN
+					v_stmts := v_stmts || format('DROP INDEX %I.%I',
+												 (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+												   WHERE c.oid = v_r.rel), v_r.object);
+				END IF;
+			END LOOP;
+			IF v_stmts <> '{}' THEN
+				v_kind := 'drop';
+				v_lock_stmt := 'SELECT';		-- (DROP INDEX takes its own)
+			END IF;
+		END IF;
+		COMMIT;
+		PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+
+		WHILE v_kind IS NOT NULL LOOP
+			-- A session holding a lock on a table of the step that only
+			-- long operations take (SHARE UPDATE EXCLUSIVE and stronger:
+			-- autovacuum, VACUUM, ANALYZE, CREATE INDEX, ...) would make
+			-- every attempt fail: the step waits for its locks for half of
+			-- lock_timeout, and PostgreSQL cancels an autovacuum that
+			-- blocks a lock request only after deadlock_timeout (1 s by
+			-- default).  Such a session is waited out first, holding no
+			-- lock, so that no writer queues behind the step meanwhile;
+			-- a NOTICE every 10 s says who it is.  This wait is no attempt.
+			v_noticed := NULL;
+			LOOP
+				SELECT l.pid, l.mode, l.relation::regclass AS rel,
+					   (SELECT a.backend_type FROM pg_stat_activity a WHERE a.pid = l.pid) AS kind
+				  INTO v_holder
+				  FROM pg_locks l
+				 WHERE l.locktype = 'relation'
+				   AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+				   AND l.relation = ANY (coalesce(v_rels, '{}') || coalesce(v_state.rels::oid[], '{}'))
+				   AND l.granted AND l.pid IS DISTINCT FROM pg_backend_pid()
+				   AND l.mode IN ('ShareUpdateExclusiveLock', 'ShareLock', 'ShareRowExclusiveLock',
+								  'ExclusiveLock', 'AccessExclusiveLock')
+				 LIMIT 1;
+				EXIT WHEN NOT FOUND;
+				IF v_noticed IS NULL OR clock_timestamp() - v_noticed >= interval '10 s' THEN
+					RAISE NOTICE 'waiting for %, which holds % on table %, to finish before taking the locks',
+						CASE WHEN v_holder.pid IS NULL THEN 'a prepared transaction'
+							 ELSE format('process %s (%s)', v_holder.pid, coalesce(v_holder.kind, 'another role''s session')) END,
+						v_holder.mode, v_holder.rel;
+					v_noticed := clock_timestamp();
+				END IF;
+				PERFORM pg_sleep(0.2);
+				COMMIT;
+				PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+			END LOOP;
+			v_try := v_try + 1;
+			v_failed := NULL;
+			BEGIN
+				PERFORM set_config('lock_timeout', v_lt, true);
+				IF v_kind = 'swap' THEN
+					EXECUTE format('SELECT %I._snowflake_online_swap($1::pg_catalog.text,
+							$2::pg_catalog.oid[], $3::pg_catalog.text, $4::pg_catalog.text[],
+							$5::pg_catalog.text[], $6::pg_catalog.regclass, $7::pg_catalog.name,
+							$8::pg_catalog.bool, $9::pg_catalog.name, %I.snowflake_nextval()::pg_catalog.int8,
+																	 $10::pg_catalog.oid[],
+																			$11::pg_catalog.oid[],
+																			$12::pg_catalog.oid[],
+																			$13::pg_catalog.oid[],
+																			$14::pg_catalog.bool)', v_nsp, v_nsp)
+					   INTO v_held
+					  USING v_lock_stmt, v_rels, v_fp, v_stmts, v_after, tbl, col, v_state.drop_sequence, v_nsp,
+							v_plan.identity_rels, v_plan.identity_seqs, v_plan.owned_seqs, v_plan.drop_seqs,
+							v_plan.set_default OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl
+															 AND a.attname = col AND a.atttypid <> 'int8'::regtype);
+				ELSE
+					EXECUTE format('SELECT %I._snowflake_online_locked($1::pg_catalog.text,
+							$2::pg_catalog.oid[], $3::pg_catalog.text, $4::pg_catalog.text[],
+							$5::pg_catalog.name)', v_nsp)
+					   INTO v_held USING v_lock_stmt, v_rels, v_fp, v_stmts, v_nsp;
+				END IF;
+			EXCEPTION WHEN lock_not_available THEN
+				GET STACKED DIAGNOSTICS v_failed = MESSAGE_TEXT;
+			END;
+			PERFORM set_config('lock_timeout', '0', true);
+			COMMIT;
+			PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+			IF v_failed IS NULL AND v_held IS NOT NULL THEN
+				-- (DEBUG1: SET client_min_messages = debug1 to see it)
+				RAISE DEBUG '%: locks held for % ms', v_kind, round((v_held * 1000)::numeric, 1);
+				EXIT;
+			END IF;
+			IF v_try > max_retries THEN
+				EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', v_nsp) USING tbl;
+				RAISE EXCEPTION 'could not take the locks of the online conversion of table % within lock_timeout, % times', tbl, v_try
+					USING ERRCODE = 'lock_not_available',
+						  DETAIL = format('Last: %s.', coalesce(v_failed, 'the tables changed while the step waited for its locks')),
+						  HINT = 'Call the procedure again when the tables are less busy, or with a longer lock_timeout: the conversion resumes where it stopped.';
+			END IF;
+			IF v_failed IS NULL THEN
+				-- the tables changed between the plan and the locks: plan again
+				RAISE NOTICE 'the tables changed while the step waited for its locks, planning it again';
+				CONTINUE steps;
+			END IF;
+			v_rate := least(0.1 * 2 ^ (v_try - 1), 5.0) * (0.5 + random() / 2);
+			RAISE NOTICE 'could not take a lock within lock_timeout (%), retrying in % s (attempt % of %)',
+				v_failed, round(v_rate::numeric, 2), v_try + 1, max_retries + 1;
+			PERFORM pg_sleep(v_rate);
+			COMMIT;
+			PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+		END LOOP;
+		v_try := 0;				-- (attempts count until a step succeeds)
+
+		IF abort THEN
+			RAISE NOTICE 'online conversion of table % undone', tbl;
+			EXIT steps;
+		END IF;
+		EXECUTE format('SELECT * FROM %I.snowflake_online_state WHERE tbl = $1', v_nsp) INTO v_state USING tbl;
+		IF v_state.tbl IS NULL THEN
+			RAISE NOTICE 'column "%" of table % now takes Snowflake ids', col, tbl;
+			EXIT steps;
+		END IF;
+		IF v_state.tbl IS NOT NULL THEN
+			EXECUTE format('SELECT %I._snowflake_online_state_problem($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.regclass[], $4::pg_catalog.name[],
+					$5::pg_catalog.regclass[], $6::pg_catalog.name, true::pg_catalog.bool)', v_nsp)
+			   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
+		END IF;
+
+		IF v_state.step = 'backfill' THEN
+			CONTINUE steps WHEN stop_after = 'add';
+			RAISE NOTICE 'step 2 of 5, backfill: about % rows in %', v_state.rows_estimated,
+				array_to_string(v_state.backfill_tables::text[], ', ');
+			v_started := clock_timestamp();
+			v_noticed := v_started;
+			v_done0 := v_state.rows_done;
+			WHILE v_state.backfill_table <= cardinality(v_state.backfill_tables) LOOP
+				v_t := v_state.backfill_tables[v_state.backfill_table];
+				EXECUTE format('SELECT * FROM %I._snowflake_online_batches($1::pg_catalog.regclass,
+						$2::pg_catalog.oid[], $3::pg_catalog.name[])', v_nsp)
+				   INTO v_b USING v_t, v_state.rels::oid[], v_state.atts;
+				v_last := v_state.backfill_after;
+				-- batches in key order, one transaction each, with the position
+				LOOP
+					EXECUTE v_b.range_sql INTO v_n, v_last USING v_state.backfill_after, batch_size;
+					EXIT WHEN v_n = 0;
+					EXECUTE v_b.update_sql USING v_state.backfill_after, v_last;
+					EXECUTE format('UPDATE %I.snowflake_online_state
+									   SET backfill_after = $2, rows_done = rows_done + $3, updated_at = now()
+									 WHERE tbl = $1
+									RETURNING *', v_nsp)
+					   INTO v_state USING tbl, v_last, v_n;
+					COMMIT;
+					PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+					IF clock_timestamp() - v_noticed >= interval '5 s' THEN
+						v_noticed := clock_timestamp();
+						v_rate := (v_state.rows_done - v_done0) / greatest(extract(epoch FROM v_noticed - v_started), 0.001);
+						RAISE NOTICE 'backfill: % of about % rows (% %%), % rows/s, about % s left (table %)',
+							v_state.rows_done, v_state.rows_estimated,
+							round(100.0 * least(v_state.rows_done, v_state.rows_estimated) / greatest(v_state.rows_estimated, 1)),
+							round(v_rate), round(greatest(v_state.rows_estimated - v_state.rows_done, 0) / greatest(v_rate, 1)), v_t;
+					END IF;
+					EXIT WHEN v_n < batch_size;
+				END LOOP;
+				-- the sweep: rows a batch skipped because a writer held them
+				-- and did not update them in the end
+				v_try := 0;
+				LOOP
+					EXECUTE v_b.sweep_sql USING batch_size;
+					GET DIAGNOSTICS v_n = ROW_COUNT;
+					COMMIT;
+					PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+					CONTINUE WHEN v_n > 0;
+					EXECUTE v_b.left_sql INTO v_bool;
+					EXIT WHEN NOT v_bool;
+					v_try := v_try + 1;
+					IF v_try > 600 THEN
+						EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', v_nsp) USING tbl;
+						RAISE EXCEPTION 'rows of table % stayed locked for a minute during the backfill', v_t
+							USING ERRCODE = 'lock_not_available',
+								  HINT = 'Call the procedure again: the conversion resumes where it stopped.';
+					END IF;
+					PERFORM pg_sleep(0.1);
+				END LOOP;
+				EXECUTE format('UPDATE %I.snowflake_online_state
+								   SET backfill_table = backfill_table + 1, backfill_after = NULL, updated_at = now()
+								 WHERE tbl = $1
+								RETURNING *', v_nsp)
+				   INTO v_state USING tbl;
+				COMMIT;
+				PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+				IF v_state.tbl IS NOT NULL THEN
+					EXECUTE format('SELECT %I._snowflake_online_state_problem($1::pg_catalog.regclass,
+							$2::pg_catalog.name, $3::pg_catalog.regclass[], $4::pg_catalog.name[],
+							$5::pg_catalog.regclass[], $6::pg_catalog.name, true::pg_catalog.bool)', v_nsp)
+					   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
+				END IF;
+			END LOOP;
+			RAISE NOTICE 'backfill: done, % rows in % s', v_state.rows_done - v_done0,
+				round(extract(epoch FROM clock_timestamp() - v_started)::numeric, 1);
+			EXECUTE format('UPDATE %I.snowflake_online_state SET step = ''index'', updated_at = now() WHERE tbl = $1', v_nsp)
+			  USING tbl;
+			COMMIT;
+			PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+		ELSIF v_state.step = 'index' THEN
+			-- the indexes not built yet (or dropped above, invalid)
+			EXECUTE format('SELECT %I._snowflake_online_pending($1::pg_catalog.regclass, $2::pg_catalog.name,
+					$3::pg_catalog.bool, $4::pg_catalog.regclass[], $5::pg_catalog.name[],
+					$6::pg_catalog.regclass[])', v_nsp)
+			   INTO v_pending
+			  USING tbl, v_state.col, v_state.drop_sequence, v_state.rels, v_state.atts, v_state.backfill_tables;
+			IF v_pending IS NULL THEN
+				RAISE EXCEPTION 'the indexes of the online conversion of table % could not be planned', tbl
+					USING ERRCODE = 'object_not_in_prerequisite_state',
+						  DETAIL = 'A table or column of the conversion changed since it began.',
+						  HINT = format('Undo the conversion with CALL snowflake_convert_column_online(%L, %L, abort => true), then start it again.', tbl::text, v_state.col);
+			END IF;
+			EXECUTE format('UPDATE %I.snowflake_online_state
+							   SET step = CASE WHEN $2 = ''{}'' THEN ''validate'' ELSE step END,
+								   updated_at = now()
+							 WHERE tbl = $1', v_nsp)
+			  USING tbl, v_pending;
+			COMMIT;
+			PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+			IF v_pending <> '{}' THEN
+				RAISE NOTICE 'step 3 of 5, index: run these statements, outside any transaction block, then call the procedure again:%',
+					(SELECT string_agg(E'\n' || s || ';', '') FROM unnest(v_pending) AS s)
+					USING HINT = format('In psql: SELECT unnest(pending) FROM snowflake_online_conversions WHERE table_name = %L::regclass \gexec',
+										tbl::text);
+				EXIT steps;
+			END IF;
+		ELSIF v_state.step = 'validate' THEN
+			RAISE NOTICE 'step 4 of 5, validate';
+			-- each validation a transaction of its own: a scan that blocks
+			-- no writer (SHARE UPDATE EXCLUSIVE)
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.name, ''run''::pg_catalog.text)', v_nsp)
+						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
+			LOOP
+				CONTINUE WHEN v_r.step <> 'validate';
+				CONTINUE WHEN v_r.object IS NOT NULL
+							  AND EXISTS (SELECT FROM pg_constraint c WHERE c.conrelid = v_r.rel
+											 AND c.conname = v_r.object AND c.convalidated);
+				EXECUTE v_r.statement;
+				COMMIT;
+				PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+			END LOOP;
+			-- every shadow equal to its column, once more (a sweep that finds
+			-- nothing unless rows changed without the trigger)
+			FOREACH v_t IN ARRAY v_state.backfill_tables LOOP
+				EXECUTE format('SELECT * FROM %I._snowflake_online_batches($1::pg_catalog.regclass,
+						$2::pg_catalog.oid[], $3::pg_catalog.name[])', v_nsp)
+				   INTO v_b USING v_t, v_state.rels::oid[], v_state.atts;
+				v_try := 0;
+				LOOP
+					EXECUTE v_b.sweep_sql USING batch_size;
+					GET DIAGNOSTICS v_n = ROW_COUNT;
+					IF v_n > 0 THEN
+						RAISE WARNING '% rows of table % differed from their shadow columns', v_n, v_t
+							USING DETAIL = 'Rows changed without the conversion''s trigger (was it disabled?); they are set again.';
+					END IF;
+					COMMIT;
+					PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+					CONTINUE WHEN v_n > 0;
+					EXECUTE v_b.left_sql INTO v_bool;
+					EXIT WHEN NOT v_bool;
+					v_try := v_try + 1;
+					IF v_try > 600 THEN
+						EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', v_nsp) USING tbl;
+						RAISE EXCEPTION 'rows of table % stayed locked for a minute during the validation', v_t
+							USING ERRCODE = 'lock_not_available',
+								  HINT = 'Call the procedure again: the conversion resumes where it stopped.';
+					END IF;
+					PERFORM pg_sleep(0.1);
+				END LOOP;
+			END LOOP;
+			EXECUTE format('UPDATE %I.snowflake_online_state SET step = ''swap'', updated_at = now() WHERE tbl = $1', v_nsp)
+			  USING tbl;
+			COMMIT;
+			PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+		END IF;
+	END LOOP;
+
+	-- every hold of this session (one per call, failed calls included)
+	EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', v_nsp) USING tbl;
+END;
+$online$;

@@ -31,7 +31,9 @@
  * positive, or a horizon short of the one asked for is refused, logged,
  * and issues nothing.  The calls name the extension's schema on the
  * coordinator, looked up with search_path set to pg_catalog at each
- * connection, so no search_path there can redirect them.
+ * connection, so no search_path there can redirect them, and cast every
+ * argument to its parameter's type, so that no overload another role
+ * planted in that schema can take them.
  *
  * Validity is reckoned on the monotonic clock, from the moment each
  * renewal was sent, less a margin; renewals go out three times per TTL.
@@ -1134,7 +1136,9 @@ lease_claim(void)
 	params[5] = ttl;
 	params[6] = horizon;
 	res = lease_query("SELECT node, generation, previous_horizon_ms, horizon_ms, expires_at "
-					  "FROM %s.snowflake_lease_claim($1, $2, $3::integer[], $4::integer[], $5::integer, $6::integer, $7::bigint)",
+					  "FROM %s.snowflake_lease_claim($1::pg_catalog.text, $2::pg_catalog.text, "
+					  "$3::pg_catalog.int4[], $4::pg_catalog.int4[], $5::pg_catalog.int4, "
+					  "$6::pg_catalog.int4, $7::pg_catalog.int8)",
 					  7, params);
 	if (res == NULL)
 		return false;
@@ -1194,7 +1198,8 @@ lease_renew(void)
 	params[2] = ttl;
 	params[3] = horizon;
 	res = lease_query("SELECT renewed, horizon_ms, expires_at "
-					  "FROM %s.snowflake_lease_renew($1::integer, $2, $3::integer, $4::bigint)",
+					  "FROM %s.snowflake_lease_renew($1::pg_catalog.int4, $2::pg_catalog.text, "
+					  "$3::pg_catalog.int4, $4::pg_catalog.int8)",
 					  4, params);
 	if (res == NULL)
 		return false;
@@ -1250,7 +1255,8 @@ lease_release(void)
 	params[1] = lease_token;
 	params[2] = end_text;
 	ShutdownRequestPending = false; /* let the query run, within its timeout */
-	res = lease_query("SELECT %s.snowflake_lease_release($1::integer, $2, $3::bigint)",
+	res = lease_query("SELECT %s.snowflake_lease_release($1::pg_catalog.int4, $2::pg_catalog.text, "
+					  "$3::pg_catalog.int8)",
 					  3, params);
 	if (res != NULL)
 	{

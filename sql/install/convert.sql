@@ -152,11 +152,14 @@ BEGIN
 	LOOP
 		EXECUTE format('SELECT coalesce(array_agg(c.rel::oid ORDER BY c.n), ''{}''),
 							   coalesce(array_agg(c.att ORDER BY c.n), ''{}'')
-						  FROM %I._snowflake_convert_fk_closure($1, $2) WITH ORDINALITY AS c(rel, att, n)',
+						  FROM %I._snowflake_convert_fk_closure($1::pg_catalog.regclass,
+								$2::pg_catalog.name) WITH ORDINALITY AS c(rel, att, n)',
 					   v_nsp)
 		   INTO v_rels, v_atts
 		  USING tbl, col;
-		EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1, $2, $3, $4, $5, $6, $7)', v_nsp)
+		EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1::pg_catalog.regclass,
+				$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+				$6::pg_catalog.text, $7::pg_catalog.text)', v_nsp)
 		   INTO v_plan
 		  USING tbl, col, drop_sequence, v_rels, v_atts, v_ours, v_call;
 		EXIT WHEN dry_run OR v_plan.converted OR v_rels <@ v_locked;
@@ -198,7 +201,7 @@ BEGIN
 	EXECUTE format('SELECT max(%I)::bigint FROM %s', col, tbl) INTO v_max;
 	EXECUTE format('SELECT %s', v_call) INTO v_next;
 	IF v_max >= v_next THEN
-		EXECUTE format('SELECT %I.snowflake_timestamp($1)::text', v_nsp) INTO v_text USING v_max;
+		EXECUTE format('SELECT %I.snowflake_timestamp($1::pg_catalog.int8)::text', v_nsp) INTO v_text USING v_max;
 		RAISE EXCEPTION 'column "%" of table % holds values not below the next Snowflake id', col, tbl
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = format('Its largest value is %s, which Snowflake ids reach only at %s: until then new ids could repeat existing values.', v_max, v_text),
@@ -208,7 +211,11 @@ BEGIN
 	-- Every statement is built before the first one runs (they read the
 	-- catalogs as they are now).
 	EXECUTE format('SELECT coalesce(array_agg(s.stmt ORDER BY s.n), ''{}'')
-					  FROM %I._snowflake_convert_statements($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+					  FROM %I._snowflake_convert_statements($1::pg_catalog.regclass, $2::pg_catalog.name,
+							$3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+							$6::pg_catalog.oid[], $7::pg_catalog.oid[], $8::pg_catalog.oid[],
+							$9::pg_catalog.oid[], $10::pg_catalog.bool, $11::pg_catalog.oid[],
+							$12::pg_catalog.text)
 						   WITH ORDINALITY AS s(stmt, n)',
 				   v_nsp)
 	   INTO v_stmts

@@ -645,7 +645,9 @@ BEGIN
 	RETURN QUERY SELECT 'swap'::text, NULL::regclass, 'before'::name, s FROM unnest(v_swap_fk) AS s;
 	-- the sequence, identity and default of the key, as offline (object
 	-- "sequence": the swap computes them again under its locks)
-	EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1, $2, $3, $4, $5, $6, $7)', nsp)
+	EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1::pg_catalog.regclass,
+			$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+			$6::pg_catalog.text, $7::pg_catalog.text)', nsp)
 	   INTO v_plan
 	  USING tbl, col, drop_sequence, rels, atts,
 			(SELECT p.oid::regproc::text || '()' FROM pg_proc p
@@ -655,7 +657,10 @@ BEGIN
 	IF NOT v_plan.converted THEN
 		RETURN QUERY EXECUTE format(
 			'SELECT ''swap''::text, NULL::regclass, ''sequence''::name, s
-			   FROM %I._snowflake_convert_statements($1, $2, $3, ''{}'', ''{}'', $4, $5, $6, $7, $8, ''{}'', $9) AS s', nsp)
+			   FROM %I._snowflake_convert_statements($1::pg_catalog.regclass, $2::pg_catalog.name,
+					$3::pg_catalog.bool, ''{}''::pg_catalog.oid[], ''{}''::pg_catalog.name[],
+					$4::pg_catalog.oid[], $5::pg_catalog.oid[], $6::pg_catalog.oid[], $7::pg_catalog.oid[],
+					$8::pg_catalog.bool, ''{}''::pg_catalog.oid[], $9::pg_catalog.text) AS s', nsp)
 		  USING tbl, col, drop_sequence, v_plan.identity_rels, v_plan.identity_seqs,
 				v_plan.owned_seqs, v_plan.drop_seqs, v_plan.set_default OR v_key_shadowed, v_call;
 	END IF;
@@ -782,7 +787,8 @@ BEGIN
 	ELSE
 		BEGIN
 			EXECUTE format('SELECT coalesce(array_agg(c.rel::oid), ''{}''), coalesce(array_agg(c.att), ''{}'')
-							  FROM %I._snowflake_convert_fk_closure($1, $2) AS c(rel, att)', nsp)
+							  FROM %I._snowflake_convert_fk_closure($1::pg_catalog.regclass,
+									$2::pg_catalog.name) AS c(rel, att)', nsp)
 			   INTO v_rels, v_atts USING tbl, col;
 		EXCEPTION WHEN undefined_column OR undefined_table OR object_not_in_prerequisite_state
 					   OR wrong_object_type OR feature_not_supported OR insufficient_privilege THEN
@@ -831,12 +837,16 @@ BEGIN
 	SELECT n.nspname INTO v_nsp
 	  FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
 	 WHERE e.extname = 'snowflake';
-	EXECUTE format('SELECT %I._snowflake_online_state_problem($1, $2, $3, $4, $5, $6, false) IS NOT NULL', v_nsp)
+	EXECUTE format('SELECT %I._snowflake_online_state_problem($1::pg_catalog.regclass, $2::pg_catalog.name,
+			$3::pg_catalog.regclass[], $4::pg_catalog.name[], $5::pg_catalog.regclass[], $6::pg_catalog.name,
+			false::pg_catalog.bool) IS NOT NULL', v_nsp)
 	   INTO v_bad USING tbl, col, rels, atts, backfill_tables, v_nsp;
 	IF v_bad THEN
 		RETURN NULL;
 	END IF;
-	FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''run'')', v_nsp)
+	FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+			$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+			$6::pg_catalog.name, ''run''::pg_catalog.text)', v_nsp)
 				USING tbl, col, drop_sequence, rels::oid[], atts, v_nsp
 	LOOP
 		IF v_r.step = 'index'
@@ -902,7 +912,7 @@ BEGIN
 	EXECUTE lock_stmt;
 	v_locked := clock_timestamp();
 	IF fingerprint IS NOT NULL THEN
-		EXECUTE format('SELECT %I._snowflake_online_fingerprint($1)', nsp) INTO v_now USING rels;
+		EXECUTE format('SELECT %I._snowflake_online_fingerprint($1::pg_catalog.oid[])', nsp) INTO v_now USING rels;
 		IF v_now IS DISTINCT FROM fingerprint THEN
 			RETURN NULL;
 		END IF;
@@ -936,7 +946,7 @@ DECLARE
 BEGIN
 	EXECUTE format('SELECT max(%I)::bigint FROM %s', col, tbl) INTO v_max;
 	IF v_max >= next_id THEN
-		EXECUTE format('SELECT %I.snowflake_timestamp($1)::text', nsp) INTO v_text USING v_max;
+		EXECUTE format('SELECT %I.snowflake_timestamp($1::pg_catalog.int8)::text', nsp) INTO v_text USING v_max;
 		RAISE EXCEPTION 'column "%" of table % holds values not below the next Snowflake id', col, tbl
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = format('Its largest value is %s, which Snowflake ids reach only at %s: until then new ids could repeat existing values.', v_max, v_text),
@@ -984,16 +994,20 @@ DECLARE
 BEGIN
 	EXECUTE lock_stmt;
 	v_locked := clock_timestamp();
-	EXECUTE format('SELECT %I._snowflake_online_fingerprint($1)', nsp) INTO v_now USING rels;
+	EXECUTE format('SELECT %I._snowflake_online_fingerprint($1::pg_catalog.oid[])', nsp) INTO v_now USING rels;
 	IF v_now IS DISTINCT FROM fingerprint THEN
 		RETURN NULL;
 	END IF;
-	EXECUTE format('SELECT %I._snowflake_online_below($1, $2, $3, $4)', nsp) USING tbl, col, next_id, nsp;
+	EXECUTE format('SELECT %I._snowflake_online_below($1::pg_catalog.regclass, $2::pg_catalog.name,
+			$3::pg_catalog.int8, $4::pg_catalog.name)', nsp) USING tbl, col, next_id, nsp;
 	FOREACH v_stmt IN ARRAY before LOOP
 		EXECUTE v_stmt;
 	END LOOP;
 	FOR v_stmt IN EXECUTE format(
-		'SELECT s FROM %I._snowflake_convert_statements($1, $2, $3, ''{}'', ''{}'', $4, $5, $6, $7, $8, ''{}'', $9) AS s', nsp)
+		'SELECT s FROM %I._snowflake_convert_statements($1::pg_catalog.regclass, $2::pg_catalog.name,
+				$3::pg_catalog.bool, ''{}''::pg_catalog.oid[], ''{}''::pg_catalog.name[],
+				$4::pg_catalog.oid[], $5::pg_catalog.oid[], $6::pg_catalog.oid[], $7::pg_catalog.oid[],
+				$8::pg_catalog.bool, ''{}''::pg_catalog.oid[], $9::pg_catalog.text) AS s', nsp)
 		USING tbl, col, drop_sequence, identity_rels, identity_seqs, owned_seqs, drop_seqs, set_default,
 			  format('%I.snowflake_nextval()', nsp)
 	LOOP
@@ -1111,9 +1125,13 @@ COMMENT ON FUNCTION _snowflake_online_unlock(regclass) IS
 -- COMMIT, so search_path is pinned (pg_catalog, pg_temp) with set_config()
 -- in each of its transactions, and the steps themselves are helpers that
 -- pin it with SET; the helpers are called qualified with the extension's
--- schema, found through pg_depend as offline.  One session at a time per
--- table, through a session-level advisory lock, which an error leaves held
--- until the session's next call of the procedure or its end.
+-- schema, found through pg_depend as offline, every argument cast to its
+-- parameter's type (an untyped one would let an overload planted in that
+-- schema win).  Its variables' types are written with their schema too:
+-- PL/pgSQL resolves them when it compiles the procedure, under the
+-- caller's search_path, before the first set_config().  One session at a
+-- time per table, through a session-level advisory lock, which an error
+-- leaves held until the session's next call of the procedure or its end.
 -- SECURITY INVOKER: it can do nothing its caller could not do by hand.
 CREATE PROCEDURE snowflake_convert_column_online(
 	tbl regclass,
@@ -1129,40 +1147,40 @@ LANGUAGE plpgsql
 SECURITY INVOKER
 AS $online$
 DECLARE
-	v_nsp name;
-	v_ours text;
-	v_relkind "char";
+	v_nsp pg_catalog.name;
+	v_ours pg_catalog.text;
+	v_relkind pg_catalog."char";
 	v_state record;
 	v_lock record;
 	v_plan record;
 	v_r record;
-	v_sql text;
-	v_kind text;			-- the step's locked transaction, if any
-	v_lock_stmt text;
-	v_fp text;
-	v_stmts text[];
-	v_after text[];
-	v_rels oid[];
-	v_atts name[];
-	v_tables oid[];
-	v_try integer := 0;
-	v_failed text;
-	v_lt text;
-	v_key bigint;
-	v_bool boolean;
-	v_held float8;			-- how long a step held its locks, in seconds
-	v_n bigint;
-	v_last text[];
+	v_sql pg_catalog.text;
+	v_kind pg_catalog.text;		-- the step's locked transaction, if any
+	v_lock_stmt pg_catalog.text;
+	v_fp pg_catalog.text;
+	v_stmts pg_catalog.text[];
+	v_after pg_catalog.text[];
+	v_rels pg_catalog.oid[];
+	v_atts pg_catalog.name[];
+	v_tables pg_catalog.oid[];
+	v_try pg_catalog.int4 := 0;
+	v_failed pg_catalog.text;
+	v_lt pg_catalog.text;
+	v_key pg_catalog.int8;
+	v_bool pg_catalog.bool;
+	v_held pg_catalog.float8;	-- how long a step held its locks, in seconds
+	v_n pg_catalog.int8;
+	v_last pg_catalog.text[];
 	v_b record;
-	v_t regclass;
-	v_started timestamptz;
-	v_noticed timestamptz;
+	v_t pg_catalog.regclass;
+	v_started pg_catalog.timestamptz;
+	v_noticed pg_catalog.timestamptz;
 	v_holder record;		-- a session holding a long lock on a table of the step
-	v_done0 bigint;
-	v_rate float8;
-	v_pending text[];
-	v_dry_rows integer := 0;
-	v_stop boolean := false;	-- nothing more to do after the checks
+	v_done0 pg_catalog.int8;
+	v_rate pg_catalog.float8;
+	v_pending pg_catalog.text[];
+	v_dry_rows pg_catalog.int4 := 0;
+	v_stop pg_catalog.bool := false; -- nothing more to do after the checks
 BEGIN
 	PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 	IF tbl IS NULL OR col IS NULL OR batch_size IS NULL OR lock_timeout IS NULL OR max_retries IS NULL
@@ -1224,7 +1242,9 @@ BEGIN
 	END IF;
 	-- (and before each step: see _snowflake_online_state_problem())
 	IF v_state.tbl IS NOT NULL THEN
-		EXECUTE format('SELECT %I._snowflake_online_state_problem($1, $2, $3, $4, $5, $6, true)', v_nsp)
+		EXECUTE format('SELECT %I._snowflake_online_state_problem($1::pg_catalog.regclass,
+				$2::pg_catalog.name, $3::pg_catalog.regclass[], $4::pg_catalog.name[],
+				$5::pg_catalog.regclass[], $6::pg_catalog.name, true::pg_catalog.bool)', v_nsp)
 		   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
 	END IF;
 
@@ -1262,7 +1282,9 @@ BEGIN
 				RAISE NOTICE 'no online conversion of table % is in progress', tbl;
 				v_stop := true;
 			ELSIF dry_run THEN
-				FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''abort'')', v_nsp)
+				FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+						$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[],
+						$5::pg_catalog.name[], $6::pg_catalog.name, ''abort''::pg_catalog.text)', v_nsp)
 							USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
 				LOOP
 					IF v_r.step = 'abort' THEN
@@ -1274,9 +1296,12 @@ BEGIN
 		ELSE
 			EXECUTE format('SELECT coalesce(array_agg(c.rel::oid ORDER BY c.n), ''{}'') AS rels,
 								   coalesce(array_agg(c.att ORDER BY c.n), ''{}'') AS atts
-							  FROM %I._snowflake_convert_fk_closure($1, $2) WITH ORDINALITY AS c(rel, att, n)', v_nsp)
+							  FROM %I._snowflake_convert_fk_closure($1::pg_catalog.regclass,
+									$2::pg_catalog.name) WITH ORDINALITY AS c(rel, att, n)', v_nsp)
 			   INTO v_lock USING tbl, col;
-			EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1, $2, $3, $4, $5, $6, $7)', v_nsp)
+			EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.text, $7::pg_catalog.text)', v_nsp)
 			   INTO v_plan
 			  USING tbl, col, drop_sequence, v_lock.rels, v_lock.atts, v_ours, format('%I.snowflake_nextval()', v_nsp);
 			IF v_plan.converted AND v_state.tbl IS NULL THEN
@@ -1288,7 +1313,9 @@ BEGIN
 					v_lock.atts := v_state.atts;
 					drop_sequence := v_state.drop_sequence;
 				END IF;
-				FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, $7)', v_nsp)
+				FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+						$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[],
+						$5::pg_catalog.name[], $6::pg_catalog.name, $7::pg_catalog.text)', v_nsp)
 							USING tbl, col, drop_sequence, v_lock.rels, v_lock.atts, v_nsp,
 								  CASE WHEN v_state.tbl IS NULL THEN 'check' ELSE 'run' END
 				LOOP
@@ -1298,7 +1325,9 @@ BEGIN
 					END IF;
 				END LOOP;
 				IF v_state.tbl IS NULL AND NOT v_plan.converted THEN
-					EXECUTE format('SELECT %I._snowflake_online_below($1, $2, %I.snowflake_nextval(), $3)', v_nsp, v_nsp)
+					EXECUTE format('SELECT %I._snowflake_online_below($1::pg_catalog.regclass,
+							$2::pg_catalog.name, %I.snowflake_nextval()::pg_catalog.int8,
+							$3::pg_catalog.name)', v_nsp, v_nsp)
 					  USING tbl, col, v_nsp;
 				END IF;
 				IF dry_run THEN
@@ -1311,13 +1340,13 @@ BEGIN
 		END IF;
 	EXCEPTION WHEN OTHERS THEN
 		IF NOT dry_run THEN
-			EXECUTE format('SELECT %I._snowflake_online_unlock($1)', v_nsp) USING tbl;
+			EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', v_nsp) USING tbl;
 		END IF;
 		RAISE;
 	END;
 	IF v_stop THEN
 		IF NOT dry_run THEN
-			EXECUTE format('SELECT %I._snowflake_online_unlock($1)', v_nsp) USING tbl;
+			EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', v_nsp) USING tbl;
 		END IF;
 		RETURN;
 	END IF;
@@ -1331,7 +1360,9 @@ BEGIN
 	LOOP
 		EXECUTE format('SELECT * FROM %I.snowflake_online_state WHERE tbl = $1', v_nsp) INTO v_state USING tbl;
 		IF v_state.tbl IS NOT NULL THEN
-			EXECUTE format('SELECT %I._snowflake_online_state_problem($1, $2, $3, $4, $5, $6, true)', v_nsp)
+			EXECUTE format('SELECT %I._snowflake_online_state_problem($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.regclass[], $4::pg_catalog.name[],
+					$5::pg_catalog.regclass[], $6::pg_catalog.name, true::pg_catalog.bool)', v_nsp)
 			   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
 		END IF;
 		-- (the step to do next, from 1, against the last one to do)
@@ -1355,7 +1386,9 @@ BEGIN
 			  INTO v_rels, v_atts
 			  FROM unnest(v_state.rels::oid[], v_state.atts) WITH ORDINALITY AS s(r, a, n)
 			 WHERE EXISTS (SELECT FROM pg_class c WHERE c.oid = s.r);	-- (not those dropped since)
-			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''abort'')', v_nsp)
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.name, ''abort''::pg_catalog.text)', v_nsp)
 						USING tbl, v_state.col, v_state.drop_sequence, v_rels, v_atts, v_nsp
 			LOOP
 				CONTINUE WHEN v_r.step <> 'abort';
@@ -1370,11 +1403,14 @@ BEGIN
 			-- the closure and the refusals, as at the start
 			EXECUTE format('SELECT coalesce(array_agg(c.rel::oid ORDER BY c.n), ''{}'') AS rels,
 								   coalesce(array_agg(c.att ORDER BY c.n), ''{}'') AS atts
-							  FROM %I._snowflake_convert_fk_closure($1, $2) WITH ORDINALITY AS c(rel, att, n)', v_nsp)
+							  FROM %I._snowflake_convert_fk_closure($1::pg_catalog.regclass,
+									$2::pg_catalog.name) WITH ORDINALITY AS c(rel, att, n)', v_nsp)
 			   INTO v_lock USING tbl, col;
 			v_rels := v_lock.rels;
 			v_atts := v_lock.atts;
-			EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1, $2, $3, $4, $5, $6, $7)', v_nsp)
+			EXECUTE format('SELECT * FROM %I._snowflake_convert_obstacles($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.text, $7::pg_catalog.text)', v_nsp)
 			   INTO v_plan
 			  USING tbl, col, coalesce(v_state.drop_sequence, drop_sequence), v_rels, v_atts, v_ours,
 					format('%I.snowflake_nextval()', v_nsp);
@@ -1399,7 +1435,9 @@ BEGIN
 				v_kind := 'swap';
 				RAISE NOTICE 'step 5 of 5, swap';
 			END IF;
-			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, $7)', v_nsp)
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.name, $7::pg_catalog.text)', v_nsp)
 						USING tbl, col, coalesce(v_state.drop_sequence, drop_sequence), v_rels, v_atts, v_nsp,
 							  CASE v_kind WHEN 'add' THEN 'check' ELSE 'run' END
 			LOOP
@@ -1444,14 +1482,16 @@ BEGIN
 					 VALUES (%s, %L, ''backfill'', %L::oid[]::regclass[], %L, %L, %L::oid[]::regclass[], %s)',
 					v_nsp, tbl::oid, col, v_rels, v_atts, drop_sequence, v_tables, v_n);
 			END IF;
-			EXECUTE format('SELECT %I._snowflake_online_fingerprint($1)', v_nsp) INTO v_fp USING v_rels;
+			EXECUTE format('SELECT %I._snowflake_online_fingerprint($1::pg_catalog.oid[])', v_nsp) INTO v_fp USING v_rels;
 		ELSIF v_state.step = 'validate' THEN
 			-- the new foreign keys that are not there yet, in one
 			-- transaction, its locks taken first in the order of every
 			-- other step (the table, then the others by name), as a
 			-- writer inserting a row and then rows referencing it takes
 			-- them; a foreign key locks both its tables
-			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''run'')', v_nsp)
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.name, ''run''::pg_catalog.text)', v_nsp)
 						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
 			LOOP
 				IF v_r.step = 'constrain'
@@ -1471,7 +1511,9 @@ BEGIN
 		ELSIF v_state.step = 'index' THEN
 			-- an index left invalid by a cancelled CREATE INDEX CONCURRENTLY
 			-- is dropped, to be built again
-			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''run'')', v_nsp)
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.name, ''run''::pg_catalog.text)', v_nsp)
 						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
 			LOOP
 				IF v_r.step = 'index'
@@ -1530,15 +1572,24 @@ BEGIN
 			BEGIN
 				PERFORM set_config('lock_timeout', v_lt, true);
 				IF v_kind = 'swap' THEN
-					EXECUTE format('SELECT %I._snowflake_online_swap($1, $2, $3, $4, $5, $6, $7, $8, $9, %I.snowflake_nextval(),
-																	 $10, $11, $12, $13, $14)', v_nsp, v_nsp)
+					EXECUTE format('SELECT %I._snowflake_online_swap($1::pg_catalog.text,
+							$2::pg_catalog.oid[], $3::pg_catalog.text, $4::pg_catalog.text[],
+							$5::pg_catalog.text[], $6::pg_catalog.regclass, $7::pg_catalog.name,
+							$8::pg_catalog.bool, $9::pg_catalog.name, %I.snowflake_nextval()::pg_catalog.int8,
+																	 $10::pg_catalog.oid[],
+																			$11::pg_catalog.oid[],
+																			$12::pg_catalog.oid[],
+																			$13::pg_catalog.oid[],
+																			$14::pg_catalog.bool)', v_nsp, v_nsp)
 					   INTO v_held
 					  USING v_lock_stmt, v_rels, v_fp, v_stmts, v_after, tbl, col, v_state.drop_sequence, v_nsp,
 							v_plan.identity_rels, v_plan.identity_seqs, v_plan.owned_seqs, v_plan.drop_seqs,
 							v_plan.set_default OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl
 															 AND a.attname = col AND a.atttypid <> 'int8'::regtype);
 				ELSE
-					EXECUTE format('SELECT %I._snowflake_online_locked($1, $2, $3, $4, $5)', v_nsp)
+					EXECUTE format('SELECT %I._snowflake_online_locked($1::pg_catalog.text,
+							$2::pg_catalog.oid[], $3::pg_catalog.text, $4::pg_catalog.text[],
+							$5::pg_catalog.name)', v_nsp)
 					   INTO v_held USING v_lock_stmt, v_rels, v_fp, v_stmts, v_nsp;
 				END IF;
 			EXCEPTION WHEN lock_not_available THEN
@@ -1553,7 +1604,7 @@ BEGIN
 				EXIT;
 			END IF;
 			IF v_try > max_retries THEN
-				EXECUTE format('SELECT %I._snowflake_online_unlock($1)', v_nsp) USING tbl;
+				EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', v_nsp) USING tbl;
 				RAISE EXCEPTION 'could not take the locks of the online conversion of table % within lock_timeout, % times', tbl, v_try
 					USING ERRCODE = 'lock_not_available',
 						  DETAIL = format('Last: %s.', coalesce(v_failed, 'the tables changed while the step waited for its locks')),
@@ -1583,7 +1634,9 @@ BEGIN
 			EXIT steps;
 		END IF;
 		IF v_state.tbl IS NOT NULL THEN
-			EXECUTE format('SELECT %I._snowflake_online_state_problem($1, $2, $3, $4, $5, $6, true)', v_nsp)
+			EXECUTE format('SELECT %I._snowflake_online_state_problem($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.regclass[], $4::pg_catalog.name[],
+					$5::pg_catalog.regclass[], $6::pg_catalog.name, true::pg_catalog.bool)', v_nsp)
 			   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
 		END IF;
 
@@ -1596,7 +1649,8 @@ BEGIN
 			v_done0 := v_state.rows_done;
 			WHILE v_state.backfill_table <= cardinality(v_state.backfill_tables) LOOP
 				v_t := v_state.backfill_tables[v_state.backfill_table];
-				EXECUTE format('SELECT * FROM %I._snowflake_online_batches($1, $2, $3)', v_nsp)
+				EXECUTE format('SELECT * FROM %I._snowflake_online_batches($1::pg_catalog.regclass,
+						$2::pg_catalog.oid[], $3::pg_catalog.name[])', v_nsp)
 				   INTO v_b USING v_t, v_state.rels::oid[], v_state.atts;
 				v_last := v_state.backfill_after;
 				-- batches in key order, one transaction each, with the position
@@ -1634,7 +1688,7 @@ BEGIN
 					EXIT WHEN NOT v_bool;
 					v_try := v_try + 1;
 					IF v_try > 600 THEN
-						EXECUTE format('SELECT %I._snowflake_online_unlock($1)', v_nsp) USING tbl;
+						EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', v_nsp) USING tbl;
 						RAISE EXCEPTION 'rows of table % stayed locked for a minute during the backfill', v_t
 							USING ERRCODE = 'lock_not_available',
 								  HINT = 'Call the procedure again: the conversion resumes where it stopped.';
@@ -1649,7 +1703,9 @@ BEGIN
 				COMMIT;
 				PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 				IF v_state.tbl IS NOT NULL THEN
-					EXECUTE format('SELECT %I._snowflake_online_state_problem($1, $2, $3, $4, $5, $6, true)', v_nsp)
+					EXECUTE format('SELECT %I._snowflake_online_state_problem($1::pg_catalog.regclass,
+							$2::pg_catalog.name, $3::pg_catalog.regclass[], $4::pg_catalog.name[],
+							$5::pg_catalog.regclass[], $6::pg_catalog.name, true::pg_catalog.bool)', v_nsp)
 					   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
 				END IF;
 			END LOOP;
@@ -1661,7 +1717,9 @@ BEGIN
 			PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 		ELSIF v_state.step = 'index' THEN
 			-- the indexes not built yet (or dropped above, invalid)
-			EXECUTE format('SELECT %I._snowflake_online_pending($1, $2, $3, $4, $5, $6)', v_nsp)
+			EXECUTE format('SELECT %I._snowflake_online_pending($1::pg_catalog.regclass, $2::pg_catalog.name,
+					$3::pg_catalog.bool, $4::pg_catalog.regclass[], $5::pg_catalog.name[],
+					$6::pg_catalog.regclass[])', v_nsp)
 			   INTO v_pending
 			  USING tbl, v_state.col, v_state.drop_sequence, v_state.rels, v_state.atts, v_state.backfill_tables;
 			IF v_pending IS NULL THEN
@@ -1688,7 +1746,9 @@ BEGIN
 			RAISE NOTICE 'step 4 of 5, validate';
 			-- each validation a transaction of its own: a scan that blocks
 			-- no writer (SHARE UPDATE EXCLUSIVE)
-			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1, $2, $3, $4, $5, $6, ''run'')', v_nsp)
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.name, ''run''::pg_catalog.text)', v_nsp)
 						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
 			LOOP
 				CONTINUE WHEN v_r.step <> 'validate';
@@ -1702,7 +1762,8 @@ BEGIN
 			-- every shadow equal to its column, once more (a sweep that finds
 			-- nothing unless rows changed without the trigger)
 			FOREACH v_t IN ARRAY v_state.backfill_tables LOOP
-				EXECUTE format('SELECT * FROM %I._snowflake_online_batches($1, $2, $3)', v_nsp)
+				EXECUTE format('SELECT * FROM %I._snowflake_online_batches($1::pg_catalog.regclass,
+						$2::pg_catalog.oid[], $3::pg_catalog.name[])', v_nsp)
 				   INTO v_b USING v_t, v_state.rels::oid[], v_state.atts;
 				v_try := 0;
 				LOOP
@@ -1719,7 +1780,7 @@ BEGIN
 					EXIT WHEN NOT v_bool;
 					v_try := v_try + 1;
 					IF v_try > 600 THEN
-						EXECUTE format('SELECT %I._snowflake_online_unlock($1)', v_nsp) USING tbl;
+						EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', v_nsp) USING tbl;
 						RAISE EXCEPTION 'rows of table % stayed locked for a minute during the validation', v_t
 							USING ERRCODE = 'lock_not_available',
 								  HINT = 'Call the procedure again: the conversion resumes where it stopped.';
@@ -1735,7 +1796,7 @@ BEGIN
 	END LOOP;
 
 	-- every hold of this session (one per call, failed calls included)
-	EXECUTE format('SELECT %I._snowflake_online_unlock($1)', v_nsp) USING tbl;
+	EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', v_nsp) USING tbl;
 END;
 $online$;
 

@@ -136,7 +136,7 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  DETAIL = 'lows and highs are the ends of 1 to 1024 ranges, as many of each, each low from 0 to its high.';
 	END IF;
-	EXECUTE format('SELECT %I._snowflake_lease_check($1, $2, $3)', ext)
+	EXECUTE format('SELECT %I._snowflake_lease_check($1::pg_catalog.text, $2::pg_catalog.int4, $3::pg_catalog.int8)', ext)
 		INTO hash USING token, ttl_ms, wanted;
 
 	-- The same holder again with the same secret: a claim of its that
@@ -265,7 +265,7 @@ BEGIN
 		RAISE EXCEPTION 'no argument may be NULL'
 			USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	EXECUTE format('SELECT %I._snowflake_lease_check($1, $2, $3)', ext)
+	EXECUTE format('SELECT %I._snowflake_lease_check($1::pg_catalog.text, $2::pg_catalog.int4, $3::pg_catalog.int8)', ext)
 		INTO hash USING token, ttl_ms, wanted_horizon_ms;
 	-- only the holder's secret and role renew it, lapsed or not (a lapsed
 	-- lease nobody claimed is still its holder's); anyone else learns
@@ -308,7 +308,7 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  DETAIL = 'The end of a release''s ids is a time in milliseconds, from 0.';
 	END IF;
-	EXECUTE format('SELECT %I._snowflake_lease_check($1, NULL, NULL)', ext)
+	EXECUTE format('SELECT %I._snowflake_lease_check($1::pg_catalog.text, NULL::pg_catalog.int4, NULL::pg_catalog.int8)', ext)
 		INTO hash USING token;
 	-- the holder's ids all lie below end_ms: their exact end may lower the
 	-- horizon, never below what an earlier holder issued, and never raise it

@@ -196,6 +196,65 @@ is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM snowflake_lease WH
 	'1', 'from the real lease table, not the look-alike');
 $coordinator->safe_psql('postgres', q{ALTER ROLE fleet RESET search_path; DROP SCHEMA evil CASCADE;});
 
+# 3b. Look-alikes that a role with CREATE on the extension's schema plants
+# beside the lease functions and their internal check, taking text at each
+# position whose real type is not text, and at all of them: none runs,
+# through a server's claim, its renewals and the release of a clean stop
+# (0.3.0's release passed untyped NULLs to the check, and a look-alike
+# took it, as the extension's owner).
+$coordinator->safe_psql('postgres', q{
+	CREATE ROLE planter;
+	GRANT CREATE ON SCHEMA public TO planter;
+	SET ROLE planter;
+	CREATE TABLE public.plant_ran (what text, as_role name);
+	GRANT INSERT ON public.plant_ran TO PUBLIC;
+	DO $plant$
+	DECLARE
+		p record;
+		i integer;
+		types text[];
+	BEGIN
+		FOR p IN SELECT f.proname, f.proretset, f.proargtypes::regtype[]::text[] AS types,
+						pg_get_function_result(f.oid) AS result
+				   FROM pg_proc f
+				  WHERE f.pronamespace = 'public'::regnamespace
+				    AND f.proname IN ('snowflake_lease_claim', 'snowflake_lease_renew',
+									  'snowflake_lease_release', '_snowflake_lease_check')
+		LOOP
+			FOR i IN 0 .. cardinality(p.types) LOOP
+				CONTINUE WHEN i > 0 AND p.types[i] = 'text';
+				types := (SELECT array_agg(CASE WHEN i = 0 OR n = i THEN 'text' ELSE t END ORDER BY n)
+							FROM unnest(p.types) WITH ORDINALITY AS a(t, n));
+				CONTINUE WHEN to_regprocedure(format('public.%I(%s)', p.proname,
+													 array_to_string(types, ','))) IS NOT NULL;
+				EXECUTE format($f$
+					CREATE FUNCTION public.%I(%s) RETURNS %s LANGUAGE plpgsql AS $body$
+					BEGIN
+						INSERT INTO public.plant_ran VALUES (%L, current_user);
+						RETURN%s;
+					END $body$$f$,
+					p.proname, array_to_string(types, ', '), p.result,
+					format('%s(%s)', p.proname, array_to_string(types, ',')),
+					CASE WHEN p.proretset THEN '' ELSE ' NULL' END);
+			END LOOP;
+		END LOOP;
+	END
+	$plant$;});
+my $plants = $coordinator->safe_psql('postgres',
+	q{SELECT count(*) FROM pg_proc WHERE proowner = 'planter'::regrole AND proname LIKE '%lease%'});
+ok($plants >= 4, "$plants look-alikes of the lease functions planted");
+my $e = issuing_server('e', "snowflake.lease_worker_ids = '9'\n");
+is(wait_for_lease($e), 9, 'with look-alikes planted, a server leases its worker id');
+# (three renewals at least: a TTL of 2 s, renewed three times per TTL)
+$coordinator->poll_query_until('postgres',
+	q{SELECT renewed_at > claimed_at + interval '1.5 s' FROM snowflake_lease WHERE node = 9})
+  or die 'server e did not renew';
+$e->stop;
+is($coordinator->safe_psql('postgres', q{SELECT released_at IS NOT NULL FROM snowflake_lease WHERE node = 9}),
+	't', 'its clean stop released the lease');
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM public.plant_ran}),
+	'0', 'no look-alike ran: not in the claim, the renewals or the release');
+
 # 4. The coordinator frozen (a paused VM) in the middle of server c's
 # renewals, for longer than its TTL: c's lease lapses, its renewal is
 # given up on, and commits late, once the coordinator wakes.  c's next
