@@ -10,7 +10,7 @@ OBJS = src/snowflake.o src/layout.o src/decision.o src/config.o src/generator.o 
 # in this order; the upgrade scripts are kept by hand, each frozen at its
 # release.
 INSTALL_PARTS = sql/install/core.sql sql/install/convert.sql sql/install/lease.sql \
-	sql/install/publicid.sql sql/install/convert_online.sql
+	sql/install/publicid.sql sql/install/convert_online.sql sql/install/schema_check.sql
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql))
 

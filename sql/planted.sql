@@ -23,9 +23,38 @@ CREATE DATABASE snowflake_planted;
 SET timezone = 'UTC';
 \set VERBOSITY default
 \set SHOW_CONTEXT never
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;	-- (as 15 and later have it)
+CREATE ROLE regress_planter;
+
+-- CREATE EXTENSION and ALTER EXTENSION ... UPDATE warn when roles other
+-- than the one installing it (and superusers) can create objects in the
+-- extension's schema: PUBLIC, a role granted CREATE, the schema's owner.
+CREATE SCHEMA sfw;
+GRANT CREATE ON SCHEMA sfw TO PUBLIC, regress_planter;
+CREATE EXTENSION snowflake SCHEMA sfw;
+DROP EXTENSION snowflake;
+REVOKE CREATE ON SCHEMA sfw FROM PUBLIC;
+CREATE EXTENSION snowflake VERSION '0.3.0' SCHEMA sfw;
+SET client_min_messages = warning;
+ALTER EXTENSION snowflake UPDATE;
+RESET client_min_messages;
+DROP EXTENSION snowflake;
+REVOKE CREATE ON SCHEMA sfw FROM regress_planter;
+ALTER SCHEMA sfw OWNER TO regress_planter;
+CREATE EXTENSION snowflake SCHEMA sfw;
+DROP EXTENSION snowflake;
+-- none when only the installing role can: the schema its own, or public
+-- with CREATE for its owner alone
+ALTER SCHEMA sfw OWNER TO CURRENT_USER;
+CREATE EXTENSION snowflake SCHEMA sfw;
+DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake SCHEMA public;
+DROP EXTENSION snowflake;
+DROP SCHEMA sfw;
+
 CREATE SCHEMA sfp;
 CREATE EXTENSION snowflake SCHEMA sfp;
-CREATE ROLE regress_planter;
+-- The hole: another role may create in the extension's schema and in public.
 GRANT USAGE, CREATE ON SCHEMA sfp, public TO regress_planter;
 CREATE SCHEMA planter AUTHORIZATION regress_planter;
 GRANT USAGE ON SCHEMA planter TO PUBLIC;

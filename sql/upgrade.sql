@@ -148,6 +148,10 @@ SELECT m.object, 'policy ' || po.polname,
   JOIN pg_policy po ON m.classid = 'pg_class'::regclass AND po.polrelid = m.objid
 $describe$;
 
+-- (as in test layout: PUBLIC's CREATE on public, on 13 and 14, would draw
+-- a warning)
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+
 -- the previous release, brought up to date
 CREATE EXTENSION snowflake VERSION '0.1.0';
 ALTER EXTENSION snowflake UPDATE;
