@@ -164,6 +164,12 @@ WITH d AS (DELETE FROM sfx.snowflake_online_state RETURNING 1)
 SELECT count(*) AS rows_deleted FROM d;
 INSERT INTO sfx.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables)
 VALUES ('clerk.items', 'id', 'index', '{clerk.items,shop.orders}', '{id,customer_id}', false, '{clerk.items,shop.orders}');
+-- Nor a row naming a table that does not exist (yet): whatever table later
+-- gets that OID, a superuser's say, would find it.
+INSERT INTO sfx.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables)
+VALUES (4000000000::oid::regclass, 'id', 'swap', '{4000000000}', '{id}', false, '{4000000000}');
+INSERT INTO sfx.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables)
+VALUES ('clerk.items', 'id', 'index', '{clerk.items,4000000000}', '{id,item_id}', false, '{clerk.items}');
 -- The clerk's conversion of a table of its own writes, reads and deletes
 -- its row as before.
 CREATE TABLE clerk.own (id serial PRIMARY KEY);
@@ -200,6 +206,22 @@ CALL sfx.snowflake_convert_column_online('clerk.items');
 SELECT table_name, step, pending FROM sfx.snowflake_online_conversions WHERE table_name = 'clerk.items'::regclass;
 DELETE FROM sfx.snowflake_online_state WHERE tbl = 'clerk.items'::regclass;
 DROP SCHEMA clerk CASCADE;
+
+-- A row whose tables do not carry its conversion's mark (on the trigger of
+-- each table the add step gave shadow columns): a table dropped and made
+-- again with the same OID, a row written by hand.  The procedure neither
+-- goes on nor aborts, and the table's own column named like a shadow
+-- column stays.
+CREATE TABLE shop.fresh (id serial PRIMARY KEY, id_snowflake text DEFAULT 'mine');
+INSERT INTO shop.fresh DEFAULT VALUES;
+INSERT INTO sfx.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables)
+VALUES ('shop.fresh', 'id', 'validate', '{shop.fresh}', '{id}', false, '{shop.fresh}');
+CALL sfx.snowflake_convert_column_online('shop.fresh');
+CALL sfx.snowflake_convert_column_online('shop.fresh', abort => true);
+SELECT table_name, step, pending FROM sfx.snowflake_online_conversions WHERE table_name = 'shop.fresh'::regclass;
+SELECT id, id_snowflake FROM shop.fresh;
+DELETE FROM sfx.snowflake_online_state WHERE tbl = 'shop.fresh'::regclass;
+DROP TABLE shop.fresh;
 SELECT table_name FROM sfx.snowflake_online_conversions;
 
 -- The next step lists the indexes to build; then undo it all.

@@ -1042,6 +1042,7 @@ DECLARE
 	v_rels oid[] := '{}';		-- the closure as the catalogs have it
 	v_atts name[] := '{}';
 	v_bad regclass;
+	v_mark text;
 	v_problem text;
 BEGIN
 	IF rels IS NULL OR atts IS NULL OR backfill_tables IS NULL
@@ -1067,6 +1068,29 @@ BEGIN
 		 LIMIT 1;
 		IF v_bad IS NOT NULL THEN
 			v_problem := format('it names table %s, which neither references the table nor belongs to its owner', v_bad);
+		END IF;
+	END IF;
+	-- The tables are the conversion's own: every table it gives shadow
+	-- columns (those of the row, and those whose columns are not bigint
+	-- yet), if it still exists, has the trigger its add step marked.
+	IF v_problem IS NULL THEN
+		EXECUTE format('SELECT %I._snowflake_online_mark(s.started_at)
+						  FROM %I.snowflake_online_state s WHERE s.tbl = $1', nsp, nsp)
+		   INTO v_mark USING tbl;
+		SELECT c.oid::regclass INTO v_bad
+		  FROM pg_class c
+		 WHERE (c.oid = ANY (backfill_tables::oid[])
+				OR EXISTS (SELECT FROM unnest(rels::oid[], atts) AS s(r, a)
+							 JOIN pg_attribute a ON a.attrelid = s.r AND a.attname = s.a AND NOT a.attisdropped
+							WHERE s.r = c.oid AND a.atttypid <> 'int8'::regtype))
+		   AND NOT EXISTS (SELECT FROM pg_trigger t
+							 JOIN pg_description d ON d.classoid = 'pg_trigger'::regclass AND d.objoid = t.oid
+												  AND d.objsubid = 0
+							WHERE t.tgrelid = c.oid AND t.tgname = 'zz_snowflake_sync'
+							  AND d.description = v_mark)
+		 LIMIT 1;
+		IF v_bad IS NOT NULL THEN
+			v_problem := format('table %s does not carry the conversion''s mark: it is not the table whose conversion the row began', v_bad);
 		END IF;
 	END IF;
 	IF refuse AND v_problem IS NOT NULL THEN
@@ -1269,6 +1293,8 @@ DECLARE
 	v_b record;
 	v_t pg_catalog.regclass;
 	v_started pg_catalog.timestamptz;
+	v_begun pg_catalog.timestamptz;	-- the conversion's start, as its add step records it
+	v_mark pg_catalog.text;
 	v_noticed pg_catalog.timestamptz;
 	v_holder record;		-- a session holding a long lock on a table of the step
 	v_done0 pg_catalog.int8;
@@ -1572,10 +1598,19 @@ BEGIN
 						EXECUTE format('SELECT %s + count(*) FROM %s', v_n, v_r.r) INTO v_n;
 					END IF;
 				END LOOP;
+				-- and the conversion's mark on each table's trigger, from the
+				-- start time the row records (fixed here, so that a retry
+				-- of the step writes the same)
+				v_begun := pg_catalog.clock_timestamp();
 				v_stmts := v_stmts || format(
-					'INSERT INTO %I.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables, rows_estimated)
-					 VALUES (%s, %L, ''backfill'', %L::oid[]::regclass[], %L, %L, %L::oid[]::regclass[], %s)',
-					v_nsp, tbl::oid, col, v_rels, v_atts, drop_sequence, v_tables, v_n);
+					'INSERT INTO %I.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables,
+															rows_estimated, started_at)
+					 VALUES (%s, %L, ''backfill'', %L::oid[]::regclass[], %L, %L, %L::oid[]::regclass[], %s, %L)',
+					v_nsp, tbl::oid, col, v_rels, v_atts, drop_sequence, v_tables, v_n, v_begun);
+				EXECUTE format('SELECT %I._snowflake_online_mark($1::pg_catalog.timestamptz)', v_nsp)
+				   INTO v_mark USING v_begun;
+				v_stmts := v_stmts || ARRAY(SELECT format('COMMENT ON TRIGGER zz_snowflake_sync ON %s IS %L', t::regclass, v_mark)
+											   FROM unnest(v_tables) AS t);
 			END IF;
 			EXECUTE format('SELECT %I._snowflake_online_fingerprint($1::pg_catalog.oid[])', v_nsp) INTO v_fp USING v_rels;
 		ELSIF v_state.step = 'validate' THEN
@@ -1894,6 +1929,57 @@ BEGIN
 	EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', v_nsp) USING tbl;
 END;
 $online$;
+
+-- A state row must name tables that exist, and the converted table must
+-- exist for a row to be read.
+ALTER POLICY snowflake_online_state_owner ON snowflake_online_state
+	USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE')
+		   AND NOT EXISTS (SELECT FROM pg_catalog.pg_class c
+							WHERE c.oid = ANY (rels::oid[] || backfill_tables::oid[])
+							  AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')))
+	WITH CHECK (NOT EXISTS (SELECT FROM pg_catalog.unnest(tbl::oid || rels::oid[] || backfill_tables::oid[]) AS r(o)
+							 WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
+												WHERE c.oid = r.o AND pg_catalog.pg_has_role(c.relowner, 'USAGE'))));
+
+-- A conversion's mark on the triggers of its tables.
+CREATE FUNCTION _snowflake_online_mark(started_at timestamptz)
+RETURNS text
+LANGUAGE sql
+STABLE PARALLEL SAFE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $mark$
+SELECT 'snowflake_convert_column_online(), started '
+	   || to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || ' UTC'
+$mark$;
+
+COMMENT ON FUNCTION _snowflake_online_mark(timestamptz) IS
+'internal to snowflake_convert_column_online(): the comment on the triggers of a conversion';
+
+-- Conversions in progress, begun under 0.3.0, get their mark, so that they
+-- can go on or be aborted: on the trigger of each table they gave shadow
+-- columns.  A table that this role cannot comment on (it would need to own
+-- it) is named in a warning; its conversion is then refused until its
+-- owner aborts it by hand, as the error's hint says.
+DO $mark$
+DECLARE
+	v_row record;
+	v_t pg_catalog.regclass;
+BEGIN
+	FOR v_row IN SELECT s.tbl, s.backfill_tables, s.started_at FROM snowflake_online_state s LOOP
+		FOREACH v_t IN ARRAY v_row.backfill_tables LOOP
+			CONTINUE WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t
+									   WHERE t.tgrelid = v_t AND t.tgname = 'zz_snowflake_sync');
+			BEGIN
+				EXECUTE pg_catalog.format('COMMENT ON TRIGGER zz_snowflake_sync ON %s IS %L', v_t,
+										  _snowflake_online_mark(v_row.started_at));
+			EXCEPTION WHEN insufficient_privilege THEN
+				RAISE WARNING 'could not mark the online conversion of table % on table %', v_row.tbl, v_t
+					USING ERRCODE = '01000', DETAIL = SQLERRM;
+			END;
+		END LOOP;
+	END LOOP;
+END
+$mark$;
 
 -- == The schema ==
 

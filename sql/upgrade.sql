@@ -207,5 +207,30 @@ SELECT count(*) AS worker_id_1_free
 SELECT node, holder, generation, horizon_ms > 2000000 AS above_old_horizon, floor_ms
   FROM snowflake_lease ORDER BY node;
 
+-- An online conversion begun under 0.3.0, across the update: the update
+-- marks its triggers, and it finishes (or would abort) as one begun now.
+DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake VERSION '0.3.0';
+CREATE TABLE items (id serial PRIMARY KEY, n integer);
+CREATE TABLE item_refs (id serial PRIMARY KEY, item_id integer REFERENCES items);
+INSERT INTO items (n) SELECT g FROM generate_series(1, 20) g;
+INSERT INTO item_refs (item_id) SELECT g FROM generate_series(1, 20) g;
+SET client_min_messages = warning;
+CALL snowflake_convert_column_online('items', stop_after => 'backfill');
+ALTER EXTENSION snowflake UPDATE;
+RESET client_min_messages;
+SELECT t.tgrelid::regclass AS marked, d.description LIKE 'snowflake_convert_column_online(), started %' AS mark
+  FROM pg_trigger t JOIN pg_description d ON d.classoid = 'pg_trigger'::regclass AND d.objoid = t.oid
+ WHERE t.tgname = 'zz_snowflake_sync' ORDER BY 1;
+SET client_min_messages = warning;
+CALL snowflake_convert_column_online('items');
+SELECT unnest(pending) FROM snowflake_online_conversions \gexec
+CALL snowflake_convert_column_online('items');
+RESET client_min_messages;
+SELECT table_name, step FROM snowflake_online_conversions;
+SELECT count(*) AS converted FROM pg_attribute
+ WHERE attrelid IN ('items'::regclass, 'item_refs'::regclass) AND attname IN ('id', 'item_id')
+   AND atttypid = 'int8'::regtype;
+
 \c :regress_db
 DROP DATABASE snowflake_upgrade;

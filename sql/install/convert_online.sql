@@ -74,17 +74,23 @@ SELECT pg_catalog.pg_extension_config_dump('snowflake_online_state', '');
 -- ownership, like PostgreSQL's own checks), as the procedure needs of its
 -- caller: the owner of the converted table cannot see or change the row of
 -- a conversion that also widens another role's table (a superuser's), and
--- so cannot skip that table's backfill by editing it.  Superusers and the
--- extension's owner bypass the policy.  (Tables dropped since count no
--- more.)
+-- so cannot skip that table's backfill by editing it.  A row written must
+-- name tables that exist: one naming a table OID not in use yet would be
+-- everyone's, and steer the conversion of whatever table later gets that
+-- OID.  A row read must have its converted table exist (a table dropped
+-- since, among the others, counts no more, so that its owner can still
+-- abort the conversion).  Superusers and the extension's owner bypass the
+-- policy; the procedure checks every row against the tables themselves
+-- (_snowflake_online_state_problem()).
 ALTER TABLE snowflake_online_state ENABLE ROW LEVEL SECURITY;
 CREATE POLICY snowflake_online_state_owner ON snowflake_online_state
-	USING (NOT EXISTS (SELECT FROM pg_catalog.pg_class c
-						WHERE c.oid = ANY (tbl::oid || rels::oid[] || backfill_tables::oid[])
-						  AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')))
-	WITH CHECK (NOT EXISTS (SELECT FROM pg_catalog.pg_class c
-							 WHERE c.oid = ANY (tbl::oid || rels::oid[] || backfill_tables::oid[])
-							   AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')));
+	USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE')
+		   AND NOT EXISTS (SELECT FROM pg_catalog.pg_class c
+							WHERE c.oid = ANY (rels::oid[] || backfill_tables::oid[])
+							  AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')))
+	WITH CHECK (NOT EXISTS (SELECT FROM pg_catalog.unnest(tbl::oid || rels::oid[] || backfill_tables::oid[]) AS r(o)
+							 WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
+												WHERE c.oid = r.o AND pg_catalog.pg_has_role(c.relowner, 'USAGE'))));
 GRANT SELECT, INSERT, UPDATE, DELETE ON snowflake_online_state TO PUBLIC;
 
 -- The plan: every statement of an online conversion, by step, from the
@@ -756,6 +762,27 @@ $fingerprint$;
 COMMENT ON FUNCTION _snowflake_online_fingerprint(oid[]) IS
 'internal to snowflake_convert_column_online(): what its plan depends on, hashed';
 
+-- A conversion's mark: the comment its add step puts on the trigger of each
+-- table it gives shadow columns, and what the state row's start time must
+-- give again before the procedure acts on the row.  (Not the table's OID:
+-- a restored dump gives the tables new ones.)  A table
+-- dropped and made again with the same OID, or a row written by hand, has
+-- no trigger with that comment: the row is not that table's conversion.
+-- (Comments travel with dumps, as the row does.)  STABLE: to_char() reads
+-- no setting here, but is STABLE itself.
+CREATE FUNCTION _snowflake_online_mark(started_at timestamptz)
+RETURNS text
+LANGUAGE sql
+STABLE PARALLEL SAFE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $mark$
+SELECT 'snowflake_convert_column_online(), started '
+	   || to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || ' UTC'
+$mark$;
+
+COMMENT ON FUNCTION _snowflake_online_mark(timestamptz) IS
+'internal to snowflake_convert_column_online(): the comment on the triggers of a conversion';
+
 -- A state row may be written by the table's owner (see its policy), while
 -- the procedure may run as a more privileged role, a superuser converting
 -- another role's table, and it turns the row's tables and columns into
@@ -777,6 +804,7 @@ DECLARE
 	v_rels oid[] := '{}';		-- the closure as the catalogs have it
 	v_atts name[] := '{}';
 	v_bad regclass;
+	v_mark text;
 	v_problem text;
 BEGIN
 	IF rels IS NULL OR atts IS NULL OR backfill_tables IS NULL
@@ -802,6 +830,29 @@ BEGIN
 		 LIMIT 1;
 		IF v_bad IS NOT NULL THEN
 			v_problem := format('it names table %s, which neither references the table nor belongs to its owner', v_bad);
+		END IF;
+	END IF;
+	-- The tables are the conversion's own: every table it gives shadow
+	-- columns (those of the row, and those whose columns are not bigint
+	-- yet), if it still exists, has the trigger its add step marked.
+	IF v_problem IS NULL THEN
+		EXECUTE format('SELECT %I._snowflake_online_mark(s.started_at)
+						  FROM %I.snowflake_online_state s WHERE s.tbl = $1', nsp, nsp)
+		   INTO v_mark USING tbl;
+		SELECT c.oid::regclass INTO v_bad
+		  FROM pg_class c
+		 WHERE (c.oid = ANY (backfill_tables::oid[])
+				OR EXISTS (SELECT FROM unnest(rels::oid[], atts) AS s(r, a)
+							 JOIN pg_attribute a ON a.attrelid = s.r AND a.attname = s.a AND NOT a.attisdropped
+							WHERE s.r = c.oid AND a.atttypid <> 'int8'::regtype))
+		   AND NOT EXISTS (SELECT FROM pg_trigger t
+							 JOIN pg_description d ON d.classoid = 'pg_trigger'::regclass AND d.objoid = t.oid
+												  AND d.objsubid = 0
+							WHERE t.tgrelid = c.oid AND t.tgname = 'zz_snowflake_sync'
+							  AND d.description = v_mark)
+		 LIMIT 1;
+		IF v_bad IS NOT NULL THEN
+			v_problem := format('table %s does not carry the conversion''s mark: it is not the table whose conversion the row began', v_bad);
 		END IF;
 	END IF;
 	IF refuse AND v_problem IS NOT NULL THEN
@@ -1174,6 +1225,8 @@ DECLARE
 	v_b record;
 	v_t pg_catalog.regclass;
 	v_started pg_catalog.timestamptz;
+	v_begun pg_catalog.timestamptz;	-- the conversion's start, as its add step records it
+	v_mark pg_catalog.text;
 	v_noticed pg_catalog.timestamptz;
 	v_holder record;		-- a session holding a long lock on a table of the step
 	v_done0 pg_catalog.int8;
@@ -1477,10 +1530,19 @@ BEGIN
 						EXECUTE format('SELECT %s + count(*) FROM %s', v_n, v_r.r) INTO v_n;
 					END IF;
 				END LOOP;
+				-- and the conversion's mark on each table's trigger, from the
+				-- start time the row records (fixed here, so that a retry
+				-- of the step writes the same)
+				v_begun := pg_catalog.clock_timestamp();
 				v_stmts := v_stmts || format(
-					'INSERT INTO %I.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables, rows_estimated)
-					 VALUES (%s, %L, ''backfill'', %L::oid[]::regclass[], %L, %L, %L::oid[]::regclass[], %s)',
-					v_nsp, tbl::oid, col, v_rels, v_atts, drop_sequence, v_tables, v_n);
+					'INSERT INTO %I.snowflake_online_state (tbl, col, step, rels, atts, drop_sequence, backfill_tables,
+															rows_estimated, started_at)
+					 VALUES (%s, %L, ''backfill'', %L::oid[]::regclass[], %L, %L, %L::oid[]::regclass[], %s, %L)',
+					v_nsp, tbl::oid, col, v_rels, v_atts, drop_sequence, v_tables, v_n, v_begun);
+				EXECUTE format('SELECT %I._snowflake_online_mark($1::pg_catalog.timestamptz)', v_nsp)
+				   INTO v_mark USING v_begun;
+				v_stmts := v_stmts || ARRAY(SELECT format('COMMENT ON TRIGGER zz_snowflake_sync ON %s IS %L', t::regclass, v_mark)
+											   FROM unnest(v_tables) AS t);
 			END IF;
 			EXECUTE format('SELECT %I._snowflake_online_fingerprint($1::pg_catalog.oid[])', v_nsp) INTO v_fp USING v_rels;
 		ELSIF v_state.step = 'validate' THEN
