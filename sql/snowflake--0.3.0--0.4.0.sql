@@ -1930,16 +1930,49 @@ BEGIN
 END;
 $online$;
 
--- A state row must name tables that exist, and the converted table must
--- exist for a row to be read.
-ALTER POLICY snowflake_online_state_owner ON snowflake_online_state
-	USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE')
-		   AND NOT EXISTS (SELECT FROM pg_catalog.pg_class c
-							WHERE c.oid = ANY (rels::oid[] || backfill_tables::oid[])
-							  AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')))
-	WITH CHECK (NOT EXISTS (SELECT FROM pg_catalog.unnest(tbl::oid || rels::oid[] || backfill_tables::oid[]) AS r(o)
-							 WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
-												WHERE c.oid = r.o AND pg_catalog.pg_has_role(c.relowner, 'USAGE'))));
+-- Who may write a state row: a trigger rather than row-level security, so
+-- that a backup role dumps every row; a row written must name existing
+-- tables of its writer.
+DROP POLICY snowflake_online_state_owner ON snowflake_online_state;
+ALTER TABLE snowflake_online_state DISABLE ROW LEVEL SECURITY;
+CREATE FUNCTION _snowflake_online_state_guard()
+RETURNS trigger
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $guard$
+BEGIN
+	IF pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE') THEN
+		NULL;
+	ELSIF TG_OP IN ('UPDATE', 'DELETE')
+		  AND (pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = OLD.tbl), 'USAGE')
+			   AND NOT EXISTS (SELECT FROM pg_class c
+								WHERE c.oid = ANY (OLD.rels::oid[] || OLD.backfill_tables::oid[])
+								  AND NOT pg_has_role(c.relowner, 'USAGE'))) IS NOT TRUE THEN
+		RAISE EXCEPTION 'permission denied for the online conversion of table %', OLD.tbl
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = 'A role may change the state of an online conversion only if it owns every table the conversion names.';
+	ELSIF TG_OP IN ('INSERT', 'UPDATE')
+		  AND EXISTS (SELECT FROM unnest(NEW.tbl::oid || NEW.rels::oid[] || NEW.backfill_tables::oid[]) AS r(o)
+					   WHERE NOT EXISTS (SELECT FROM pg_class c
+										  WHERE c.oid = r.o AND pg_has_role(c.relowner, 'USAGE'))) THEN
+		RAISE EXCEPTION 'permission denied for the online conversion of table %', NEW.tbl
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = 'The state of an online conversion may name only existing tables that its writer owns.';
+	END IF;
+	IF TG_OP = 'DELETE' THEN
+		RETURN OLD;
+	END IF;
+	RETURN NEW;
+END
+$guard$;
+
+COMMENT ON FUNCTION _snowflake_online_state_guard() IS
+'trigger of snowflake_online_state: who may write which row';
+
+CREATE TRIGGER snowflake_online_state_guard
+	BEFORE INSERT OR UPDATE OR DELETE ON snowflake_online_state
+	FOR EACH ROW EXECUTE FUNCTION _snowflake_online_state_guard();
 
 -- A conversion's mark on the triggers of its tables.
 CREATE FUNCTION _snowflake_online_mark(started_at timestamptz)

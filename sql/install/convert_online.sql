@@ -68,29 +68,59 @@ COMMENT ON TABLE snowflake_online_state IS
 -- resume or abort.  (regclass values are dumped as names.)
 SELECT pg_catalog.pg_extension_config_dump('snowflake_online_state', '');
 
--- The procedure is SECURITY INVOKER and runs as the tables' owner, so every
--- role may write here, but row-level security confines each role to the
--- rows of conversions all of whose tables it owns (as pg_has_role() counts
--- ownership, like PostgreSQL's own checks), as the procedure needs of its
--- caller: the owner of the converted table cannot see or change the row of
--- a conversion that also widens another role's table (a superuser's), and
--- so cannot skip that table's backfill by editing it.  A row written must
--- name tables that exist: one naming a table OID not in use yet would be
--- everyone's, and steer the conversion of whatever table later gets that
--- OID.  A row read must have its converted table exist (a table dropped
--- since, among the others, counts no more, so that its owner can still
--- abort the conversion).  Superusers and the extension's owner bypass the
--- policy; the procedure checks every row against the tables themselves
--- (_snowflake_online_state_problem()).
-ALTER TABLE snowflake_online_state ENABLE ROW LEVEL SECURITY;
-CREATE POLICY snowflake_online_state_owner ON snowflake_online_state
-	USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = tbl), 'USAGE')
-		   AND NOT EXISTS (SELECT FROM pg_catalog.pg_class c
-							WHERE c.oid = ANY (rels::oid[] || backfill_tables::oid[])
-							  AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE')))
-	WITH CHECK (NOT EXISTS (SELECT FROM pg_catalog.unnest(tbl::oid || rels::oid[] || backfill_tables::oid[]) AS r(o)
-							 WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c
-												WHERE c.oid = r.o AND pg_catalog.pg_has_role(c.relowner, 'USAGE'))));
+-- Who may write a row: a role may write the row of a conversion only if
+-- it owns every table the row names, and those tables exist (one naming a
+-- table OID not in use yet would steer the conversion of whatever table
+-- gets it); it may change or delete a row only if it owns the converted
+-- table and every other table the row names that still exists (so that
+-- the owner can abort a conversion after dropping a referencing table).
+-- The procedure runs as its caller and writes here with the caller's
+-- rights, which this checks.  A trigger rather than row-level security:
+-- every role may read every row (the view shows them to all anyway), so
+-- that a backup role (pg_read_all_data) dumps them, which pg_dump cannot
+-- do through row-level security.  SECURITY INVOKER: current_user is the
+-- writer.  Superusers and the table's owner (the extension's) write any
+-- row; the procedure checks every row against the tables themselves
+-- before acting on it (_snowflake_online_state_problem()).
+CREATE FUNCTION _snowflake_online_state_guard()
+RETURNS trigger
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $guard$
+BEGIN
+	IF pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE') THEN
+		NULL;
+	ELSIF TG_OP IN ('UPDATE', 'DELETE')
+		  AND (pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = OLD.tbl), 'USAGE')
+			   AND NOT EXISTS (SELECT FROM pg_class c
+								WHERE c.oid = ANY (OLD.rels::oid[] || OLD.backfill_tables::oid[])
+								  AND NOT pg_has_role(c.relowner, 'USAGE'))) IS NOT TRUE THEN
+		RAISE EXCEPTION 'permission denied for the online conversion of table %', OLD.tbl
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = 'A role may change the state of an online conversion only if it owns every table the conversion names.';
+	ELSIF TG_OP IN ('INSERT', 'UPDATE')
+		  AND EXISTS (SELECT FROM unnest(NEW.tbl::oid || NEW.rels::oid[] || NEW.backfill_tables::oid[]) AS r(o)
+					   WHERE NOT EXISTS (SELECT FROM pg_class c
+										  WHERE c.oid = r.o AND pg_has_role(c.relowner, 'USAGE'))) THEN
+		RAISE EXCEPTION 'permission denied for the online conversion of table %', NEW.tbl
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = 'The state of an online conversion may name only existing tables that its writer owns.';
+	END IF;
+	IF TG_OP = 'DELETE' THEN
+		RETURN OLD;
+	END IF;
+	RETURN NEW;
+END
+$guard$;
+
+COMMENT ON FUNCTION _snowflake_online_state_guard() IS
+'trigger of snowflake_online_state: who may write which row';
+
+CREATE TRIGGER snowflake_online_state_guard
+	BEFORE INSERT OR UPDATE OR DELETE ON snowflake_online_state
+	FOR EACH ROW EXECUTE FUNCTION _snowflake_online_state_guard();
+
 GRANT SELECT, INSERT, UPDATE, DELETE ON snowflake_online_state TO PUBLIC;
 
 -- The plan: every statement of an online conversion, by step, from the
