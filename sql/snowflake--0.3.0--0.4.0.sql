@@ -411,6 +411,389 @@ BEGIN
 END;
 $convert$;
 
+-- The offline converter names a publication's column list or row filter
+-- that uses a column to convert.
+CREATE OR REPLACE FUNCTION _snowflake_convert_obstacles(
+	tbl regclass,
+	col name,
+	drop_sequence boolean,
+	rels oid[],
+	atts name[],
+	nextval_expr text,
+	nextval_call text,
+	OUT tree_rels oid[],
+	OUT widen_rels oid[],
+	OUT identity_rels oid[],
+	OUT identity_seqs oid[],
+	OUT owned_seqs oid[],
+	OUT drop_seqs oid[],
+	OUT set_default boolean,
+	OUT detach_rels oid[],
+	OUT converted boolean)
+RETURNS record
+LANGUAGE plpgsql
+STABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $obstacles$
+DECLARE
+	v_att record;			-- the column converted
+	v_default text;
+	v_used oid[];			-- sequences the defaults call nextval() on
+	v_r record;
+	v_text text;
+	v_text2 text;
+	v_others text;
+	v_isid boolean;
+BEGIN
+	converted := false;
+	detach_rels := '{}';
+
+	SELECT a.attnum, a.atttypid, a.attidentity, a.attgenerated, a.attinhcount,
+		   format_type(a.atttypid, a.atttypmod) AS typname
+	  INTO v_att
+	  FROM pg_attribute a
+	 WHERE a.attrelid = tbl AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'column "%" of table % does not exist', col, tbl
+			USING ERRCODE = 'undefined_column',
+				  HINT = 'Name the column to convert as the second argument; it defaults to "id".';
+	END IF;
+	-- PostgreSQL changes an inherited column's type only from the top.
+	IF v_att.attinhcount > 0 THEN
+		SELECT i.inhparent::regclass::text INTO v_text
+		  FROM pg_inherits i
+		  JOIN pg_attribute a ON a.attrelid = i.inhparent AND a.attname = col
+							 AND NOT a.attisdropped
+		 WHERE i.inhrelid = tbl
+		 ORDER BY i.inhseqno
+		 LIMIT 1;
+		RAISE EXCEPTION 'column "%" of table % is inherited from table %', col, tbl, v_text
+			USING ERRCODE = 'invalid_table_definition',
+				  HINT = format('Convert the column of table %s: the conversion covers its partitions and child tables.', v_text);
+	END IF;
+	IF v_att.atttypid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
+		RAISE EXCEPTION 'column "%" of table % is of type %, not an integer type',
+						col, tbl, v_att.typname
+			USING ERRCODE = 'datatype_mismatch',
+				  HINT = 'Only smallint, integer and bigint columns can take Snowflake ids.';
+	END IF;
+
+	-- What issues its values now: an identity, nextval() of a sequence
+	-- (serial, bigserial, or written by hand), or already snowflake_nextval().
+	-- Anything else is not a migration this function understands.
+	SELECT pg_get_expr(ad.adbin, ad.adrelid) INTO v_default
+	  FROM pg_attrdef ad
+	 WHERE ad.adrelid = tbl AND ad.adnum = v_att.attnum;
+	IF v_att.attgenerated <> '' THEN
+		RAISE EXCEPTION 'column "%" of table % is a generated column', col, tbl
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('It is generated as %s.', v_default);
+	END IF;
+	IF v_att.attidentity = ''
+	   AND v_default IS DISTINCT FROM nextval_expr
+	   AND NOT EXISTS (SELECT FROM pg_attrdef ad
+						 JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass
+										 AND d.objid = ad.oid
+										 AND d.refclassid = 'pg_class'::regclass
+						 JOIN pg_class s ON s.oid = d.refobjid AND s.relkind = 'S'
+						WHERE ad.adrelid = tbl AND ad.adnum = v_att.attnum
+						  AND v_default = format('nextval(%L::regclass)', s.oid::regclass)) THEN
+		RAISE EXCEPTION 'column "%" of table % has no sequence or identity to replace', col, tbl
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = CASE WHEN v_default IS NULL THEN 'It has no default.'
+								ELSE format('Its default is %s.', v_default) END,
+				  HINT = format('To give it Snowflake ids anyway, set its default to %s.', nextval_call);
+	END IF;
+
+	-- The tree: PostgreSQL's ALTER TABLE recurses from tbl to every
+	-- partition and child table, so each of them is part of the change.
+	WITH RECURSIVE tree(relid) AS (
+		SELECT tbl::oid
+		UNION
+		SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.relid
+	)
+	SELECT array_agg(relid) INTO tree_rels FROM tree;
+
+	SELECT c.oid::regclass::text INTO v_text
+	  FROM pg_class c
+	 WHERE c.oid = ANY (tree_rels) AND c.relkind = 'f'
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'partition % of table % is a foreign table', v_text, tbl
+			USING ERRCODE = 'wrong_object_type',
+				  DETAIL = 'The type of a foreign table''s column changes only here, not on the server that stores its rows, which could not hold the new ids.';
+	END IF;
+
+	-- A referencing column of another type (a domain, say) would lose it.
+	SELECT format('column "%s" of table %s is of type %s', a.attname, a.attrelid::regclass,
+				  format_type(a.atttypid, a.atttypmod)) INTO v_text
+	  FROM generate_subscripts(rels, 1) AS k(n)
+	  JOIN pg_attribute a ON a.attrelid = rels[k.n] AND a.attname = atts[k.n]
+	 WHERE a.atttypid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype)
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION '% and references column "%" of table %', v_text, col, tbl
+			USING ERRCODE = 'datatype_mismatch',
+				  DETAIL = 'A column referencing a converted one becomes bigint, and only smallint, integer and bigint columns are changed.';
+	END IF;
+
+	SELECT array_agg(DISTINCT a.attrelid ORDER BY a.attrelid) INTO widen_rels
+	  FROM generate_subscripts(rels, 1) AS k(n)
+	  JOIN pg_attribute a ON a.attrelid = rels[k.n] AND a.attname = atts[k.n]
+	 WHERE a.atttypid <> 'int8'::regtype;
+	widen_rels := coalesce(widen_rels, '{}');
+
+	-- The sequences: identities' (dropped with the identity), those owned
+	-- by the column (serial), those the defaults call.
+	-- (A partition's identity, from PostgreSQL 17 on, is its parent's, and
+	-- goes with it: DROP IDENTITY on the parent drops it from every
+	-- partition.  Before 17 partitions have none.)
+	SELECT array_agg(DISTINCT a.attrelid), array_agg(DISTINCT d.objid)
+	  INTO identity_rels, identity_seqs
+	  FROM pg_attribute a
+	  JOIN pg_class c ON c.oid = a.attrelid AND NOT c.relispartition
+	  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+					  AND d.refobjid = a.attrelid AND d.refobjsubid = a.attnum AND d.deptype = 'i'
+	 WHERE a.attrelid = ANY (tree_rels) AND a.attname = col AND a.attidentity <> '';
+	SELECT array_agg(DISTINCT d.objid ORDER BY d.objid) INTO owned_seqs
+	  FROM pg_attribute a
+	  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+					  AND d.refobjid = a.attrelid AND d.refobjsubid = a.attnum AND d.deptype = 'a'
+	  JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+	 WHERE a.attrelid = ANY (tree_rels) AND a.attname = col;
+	SELECT array_agg(DISTINCT d.refobjid ORDER BY d.refobjid) INTO v_used
+	  FROM pg_attribute a
+	  JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+	  JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid
+					  AND d.refclassid = 'pg_class'::regclass
+	  JOIN pg_class s ON s.oid = d.refobjid AND s.relkind = 'S'
+	 WHERE a.attrelid = ANY (tree_rels) AND a.attname = col;
+	identity_rels := coalesce(identity_rels, '{}');
+	identity_seqs := coalesce(identity_seqs, '{}');
+	owned_seqs := coalesce(owned_seqs, '{}');
+	v_used := coalesce(v_used, '{}');
+	drop_seqs := '{}';
+	IF drop_sequence THEN
+		SELECT coalesce(array_agg(DISTINCT s ORDER BY s), '{}') INTO drop_seqs
+		  FROM unnest(owned_seqs || v_used) AS s;
+	END IF;
+
+	-- Does some table of the tree not take snowflake_nextval() by default?
+	SELECT EXISTS (
+		SELECT FROM pg_attribute a
+		  LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+		 WHERE a.attrelid = ANY (tree_rels) AND a.attname = col
+		   AND pg_get_expr(ad.adbin, ad.adrelid) IS DISTINCT FROM nextval_expr)
+	  INTO set_default;
+
+	-- Converted already (by an earlier call, or by hand): nothing to check.
+	IF cardinality(widen_rels) = 0 AND cardinality(identity_rels) = 0 AND NOT set_default
+	   AND cardinality(owned_seqs) = 0 AND cardinality(drop_seqs) = 0 THEN
+		converted := true;
+		RETURN;
+	END IF;
+
+	-- Refuse now, rather than half-way: every table changed must be the
+	-- caller's (ALTER TABLE recurses into partitions and child tables, and
+	-- the referencing tables are altered too), and so must every sequence
+	-- detached or dropped.
+	WITH RECURSIVE tables(relid) AS (
+		SELECT unnest(widen_rels || tree_rels)
+		UNION
+		SELECT i.inhrelid FROM pg_inherits i JOIN tables t ON i.inhparent = t.relid
+	)
+	SELECT c.oid::regclass::text INTO v_text
+	  FROM pg_class c
+	 WHERE (c.oid IN (SELECT relid FROM tables) OR c.oid = ANY (owned_seqs || drop_seqs))
+	   AND NOT pg_has_role(c.relowner, 'USAGE')
+	 ORDER BY 1
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'must be owner of % %',
+						CASE WHEN v_text::regclass = ANY (owned_seqs || drop_seqs)
+							 THEN 'sequence' ELSE 'table' END, v_text
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = format('Converting column "%s" of table %s changes %s too.', col, tbl, v_text);
+	END IF;
+
+	-- PostgreSQL cannot change the type of a column that a view, rule,
+	-- trigger, policy, generated column or a publication's column list or
+	-- row filter uses: name every such object.
+	WITH RECURSIVE tables(relid, attname) AS (
+		SELECT rels[k.n], atts[k.n]
+		  FROM generate_subscripts(rels, 1) AS k(n)
+		 WHERE rels[k.n] = ANY (widen_rels)
+		UNION
+		SELECT i.inhrelid, t.attname FROM pg_inherits i JOIN tables t ON i.inhparent = t.relid
+	),
+	obstacles AS (
+		SELECT DISTINCT a.attname, a.attrelid,
+			   CASE d.classid
+				   WHEN 'pg_rewrite'::regclass THEN
+					   (SELECT CASE WHEN r.rulename = '_RETURN' AND c.relkind = 'm'
+									THEN format('materialized view %s', c.oid::regclass)
+									WHEN r.rulename = '_RETURN'
+									THEN format('view %s', c.oid::regclass)
+									ELSE format('rule "%s" on table %s', r.rulename, c.oid::regclass)
+							   END
+						  FROM pg_rewrite r JOIN pg_class c ON c.oid = r.ev_class
+						 WHERE r.oid = d.objid)
+				   WHEN 'pg_trigger'::regclass THEN
+					   (SELECT format('trigger "%s" on table %s', tg.tgname, tg.tgrelid::regclass)
+						  FROM pg_trigger tg WHERE tg.oid = d.objid)
+				   WHEN 'pg_policy'::regclass THEN
+					   (SELECT format('policy "%s" on table %s', p.polname, p.polrelid::regclass)
+						  FROM pg_policy p WHERE p.oid = d.objid)
+				   WHEN 'pg_publication_rel'::regclass THEN
+					   -- (15 and later: a column list or a row filter;
+					   -- PostgreSQL's own error calls both a WHERE clause)
+					   (SELECT format('the column list or row filter of table %s in publication "%s"',
+									  pr.prrelid::regclass, pb.pubname)
+						  FROM pg_publication_rel pr JOIN pg_publication pb ON pb.oid = pr.prpubid
+						 WHERE pr.oid = d.objid)
+				   WHEN 'pg_class'::regclass THEN
+					   -- before 14 a generated column depends on the column itself
+					   (SELECT format('generated column "%s" of table %s', ga.attname, ga.attrelid::regclass)
+						  FROM pg_attribute ga
+						 WHERE ga.attrelid = d.objid AND ga.attnum = d.objsubid)
+				   ELSE
+					   (SELECT format('generated column "%s" of table %s', ga.attname, ga.attrelid::regclass)
+						  FROM pg_attrdef ad
+						  JOIN pg_attribute ga ON ga.attrelid = ad.adrelid AND ga.attnum = ad.adnum
+						 WHERE ad.oid = d.objid)
+			   END AS what
+		  FROM tables t
+		  JOIN pg_attribute a ON a.attrelid = t.relid AND a.attname = t.attname
+		  JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = a.attrelid
+						  AND d.refobjsubid = a.attnum
+		 WHERE d.classid IN ('pg_rewrite'::regclass, 'pg_trigger'::regclass, 'pg_policy'::regclass,
+							 'pg_publication_rel'::regclass)
+			OR (d.classid = 'pg_class'::regclass AND d.objid = a.attrelid
+				AND d.objsubid <> a.attnum
+				AND EXISTS (SELECT FROM pg_attribute ga
+							 WHERE ga.attrelid = d.objid AND ga.attnum = d.objsubid
+							   AND ga.attgenerated <> ''))
+			OR (d.classid = 'pg_attrdef'::regclass
+				AND NOT EXISTS (SELECT FROM pg_attrdef own
+								 WHERE own.oid = d.objid AND own.adnum = a.attnum))
+	)
+	SELECT format('%s depends on the type of column "%s" of table %s',
+				  o.what, o.attname, o.attrelid::regclass),
+		   o.what,
+		   (SELECT string_agg(o2.what, ', ' ORDER BY o2.what) FROM obstacles o2 WHERE o2.what <> o.what)
+	  INTO v_text, v_text2, v_others
+	  FROM obstacles o
+	 ORDER BY o.what
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION '%', v_text
+			USING ERRCODE = 'dependent_objects_still_exist',
+				  DETAIL = 'Converting column "' || col || '" of table ' || tbl::text
+						   || ' changes that column to bigint, and PostgreSQL cannot change the type of a column that a view, rule, trigger, policy, generated column or a publication''s column list or row filter uses.'
+						   || CASE WHEN v_others IS NULL THEN ''
+								   ELSE format(' Also in the way: %s.', v_others) END,
+				  HINT = format('Drop %s, convert the column, and create it again, in one transaction.', v_text2);
+	END IF;
+
+	-- A sequence to be dropped must serve nothing else: an identity's goes
+	-- with DROP IDENTITY, and DROP SEQUENCE's own hint (CASCADE) would drop
+	-- the other users' defaults.
+	SELECT format('sequence %s is used by other objects', s.seq::regclass),
+		   string_agg(pg_describe_object(d.classid, d.objid, d.objsubid), ', '
+					  ORDER BY pg_describe_object(d.classid, d.objid, d.objsubid)),
+		   s.seq = ANY (identity_seqs)
+	  INTO v_text, v_text2, v_isid
+	  FROM unnest(identity_seqs || drop_seqs) AS s(seq)
+	  JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = s.seq
+	 WHERE d.deptype = 'n'
+	   AND NOT (d.classid = 'pg_attrdef'::regclass
+				AND d.objid IN (SELECT ad.oid
+								  FROM pg_attrdef ad
+								  JOIN pg_attribute a ON a.attrelid = ad.adrelid AND a.attnum = ad.adnum
+								 WHERE ad.adrelid = ANY (tree_rels) AND a.attname = col))
+	 GROUP BY s.seq
+	 ORDER BY s.seq
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION '%', v_text
+			USING ERRCODE = 'dependent_objects_still_exist',
+				  DETAIL = format('Used by: %s.', v_text2),
+				  HINT = CASE WHEN v_isid THEN
+							 'It belongs to the identity of the column, and dropping the identity drops it: make those objects use another sequence first.'
+						 ELSE
+							 'Keep the sequence (drop_sequence => false), or make those objects use another one first.'
+						 END;
+	END IF;
+
+	-- PostgreSQL 18 catalogs not-null constraints, and its ALTER COLUMN TYPE
+	-- fails on a partition or child table whose not-null constraint on the
+	-- column is its own (conislocal) as well as inherited, under another
+	-- name than its parent's ("cannot create not-null constraint ..."): it
+	-- re-creates the parent's constraint first, which reaches the child
+	-- under the parent's name, then the child's, under its own.  (Before 18
+	-- there are no such constraints, and this finds nothing.)  A child
+	-- table with one parent, whose inherited columns and constraints are
+	-- all its own as well (a table made alone, then attached with ALTER
+	-- TABLE ... INHERIT), is detached for the change and attached again,
+	-- which leaves the catalogs as they were; for any other, detaching would
+	-- make its inherited columns and constraints its own: refused.
+	FOR v_r IN
+		WITH RECURSIVE tables(relid, attname) AS (
+			SELECT rels[k.n], atts[k.n]
+			  FROM generate_subscripts(rels, 1) AS k(n)
+			 WHERE rels[k.n] = ANY (widen_rels)
+			UNION
+			SELECT i.inhrelid, t.attname FROM pg_inherits i JOIN tables t ON i.inhparent = t.relid
+		),
+		problems AS (
+			SELECT DISTINCT t.relid, t.attname, con.conname, pcon.conname AS parent_conname,
+				   c.relispartition,
+				   (SELECT count(*) FROM pg_inherits i2 WHERE i2.inhrelid = t.relid) = 1
+				   AND NOT EXISTS (SELECT FROM pg_attribute x
+									WHERE x.attrelid = t.relid AND x.attnum > 0 AND NOT x.attisdropped
+									  AND x.attinhcount > 0 AND NOT x.attislocal)
+				   AND NOT EXISTS (SELECT FROM pg_constraint x
+									WHERE x.conrelid = t.relid AND x.coninhcount > 0 AND NOT x.conislocal)
+					 AS detachable
+			  FROM tables t
+			  JOIN pg_class c ON c.oid = t.relid
+			  JOIN pg_attribute a ON a.attrelid = t.relid AND a.attname = t.attname
+			  JOIN pg_constraint con ON con.conrelid = t.relid AND con.contype = 'n'
+									AND con.conkey = ARRAY[a.attnum] AND con.conislocal
+									AND con.coninhcount > 0
+			  JOIN pg_inherits i ON i.inhrelid = t.relid
+			  JOIN pg_attribute pa ON pa.attrelid = i.inhparent AND pa.attname = t.attname
+			  JOIN pg_constraint pcon ON pcon.conrelid = i.inhparent AND pcon.contype = 'n'
+									 AND pcon.conkey = ARRAY[pa.attnum]
+			 WHERE pcon.conname <> con.conname
+		)
+		-- (refusals first)
+		SELECT * FROM problems p
+		 ORDER BY NOT p.relispartition, p.detachable, p.relid::regclass::text, p.attname
+	LOOP
+		IF v_r.relispartition THEN
+			RAISE EXCEPTION 'partition % has a not-null constraint of its own on column "%"',
+							v_r.relid::regclass, v_r.attname
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('Its constraint "%s" is named differently from the parent''s "%s", and PostgreSQL cannot then change the column''s type.',
+									  v_r.conname, v_r.parent_conname),
+					  HINT = 'Detach the partition and attach it again, which leaves it the parent''s constraint only; then convert.';
+		ELSIF NOT v_r.detachable THEN
+			RAISE EXCEPTION 'table % has a not-null constraint of its own on inherited column "%"',
+							v_r.relid::regclass, v_r.attname
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('Its constraint "%s" is named differently from the parent''s "%s", and PostgreSQL cannot then change the column''s type.',
+									  v_r.conname, v_r.parent_conname),
+					  HINT = format('Give the two constraints one name (detach the table with ALTER TABLE ... NO INHERIT, rename its constraint to "%s", attach it again with ALTER TABLE ... INHERIT); then convert.',
+									v_r.parent_conname);
+		END IF;
+		IF v_r.relid <> ALL (detach_rels) THEN
+			detach_rels := detach_rels || v_r.relid;
+		END IF;
+	END LOOP;
+END;
+$obstacles$;
+
 -- == Online conversion ==
 
 -- The same for the online conversion, and the procedure's variables of
@@ -529,7 +912,11 @@ BEGIN
 									 WHERE ad.oid = d.objid AND ad.adrelid = s.rel AND ad.adnum = s.num))
 					OR (d.classid = 'pg_constraint'::regclass
 						AND EXISTS (SELECT FROM pg_constraint x
-									 WHERE x.oid = d.objid AND x.contype IN ('p', 'u', 'f', 'n'))))
+									 WHERE x.oid = d.objid
+									   AND (x.contype IN ('p', 'u', 'f', 'n')
+											-- (the conversion's own check, once added)
+											OR x.contype = 'c' AND x.conrelid = s.rel
+											   AND x.conname = s.att || '_snowflake_equal'))))
 		 ORDER BY 1
 		 LIMIT 1;
 		IF FOUND THEN
@@ -585,6 +972,25 @@ BEGIN
 					  HINT = v_offline;
 		END IF;
 
+		-- A trigger before each inserted or updated row that fires after
+		-- the conversion's (triggers fire in the order of their names)
+		-- could change a column after its shadow was set: every such write
+		-- would fail the check that keeps them equal.
+		SELECT t.tgrelid::regclass AS r, t.tgname AS what INTO v_r
+		  FROM pg_trigger t
+		 WHERE t.tgrelid = ANY (v_stables) AND NOT t.tgisinternal AND t.tgenabled <> 'D'
+		   AND (t.tgtype & 3) = 3 AND (t.tgtype & 20) <> 0
+		   AND t.tgname::text COLLATE "C" > 'zz_snowflake_sync'
+		 ORDER BY 1, 2
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Trigger "%s" of table %s fires before each inserted or updated row after the conversion''s trigger zz_snowflake_sync (triggers fire in the order of their names), and could change a column after its shadow column is set.',
+									  v_r.what, v_r.r),
+					  HINT = 'Rename the trigger to sort before zz_snowflake_sync, or convert with snowflake_convert_column().';
+		END IF;
+
 		-- Rows that row-level security hides from the caller would be left
 		-- out of the backfill, and lose their values at the swap.
 		SELECT c.oid::regclass AS r INTO v_r
@@ -599,6 +1005,27 @@ BEGIN
 				USING ERRCODE = 'feature_not_supported',
 					  DETAIL = format('Row-level security of table %s applies to you, so the backfill would not see every row.', v_r.r),
 					  HINT = v_offline;
+		END IF;
+
+		-- A published table would send its shadow column to the
+		-- subscribers, whose tables lack it: they would stop applying
+		-- changes ("missing replicated column"), and this server keep the
+		-- WAL they have not confirmed.  (pg_publication_tables lists the
+		-- tables of every kind of publication: of tables, of all tables,
+		-- of schemas.)
+		SELECT c.oid::regclass AS r, p.pubname AS what INTO v_r
+		  FROM pg_class c
+		  JOIN pg_namespace n ON n.oid = c.relnamespace
+		  JOIN pg_publication_tables p ON p.schemaname = n.nspname AND p.tablename = c.relname
+		 WHERE c.oid = ANY (v_stables)
+		 ORDER BY 1, 2
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Table %s is in publication "%s": its subscribers would receive the shadow column, which their tables lack, and stop applying changes.',
+									  v_r.r, v_r.what),
+					  HINT = 'Make the columns bigint on every subscriber first, then convert them here with snowflake_convert_column(), which adds no column.';
 		END IF;
 
 		SELECT s.att INTO v_text
@@ -625,8 +1052,12 @@ BEGIN
 	FOR v_r IN
 		SELECT t AS relid, k.n,
 			   string_agg(format('ADD COLUMN %I bigint', s.new), ', ' ORDER BY s.n) AS cols,
-			   string_agg(format(', ADD CONSTRAINT %I CHECK (%I IS NOT NULL) NOT VALID',
-								 s.new || '_not_null', s.new), '' ORDER BY s.n) FILTER (WHERE s.nn) AS checks,
+			   string_agg(CASE WHEN s.nn
+							   THEN format(', ADD CONSTRAINT %I CHECK (%I IS NOT NULL) NOT VALID',
+										   s.new || '_not_null', s.new)
+							   ELSE '' END
+						  || format(', ADD CONSTRAINT %I CHECK (%I IS NOT DISTINCT FROM %I) NOT VALID',
+									s.new || '_equal', s.new, s.att), '' ORDER BY s.n) AS checks,
 			   string_agg(format('%L, %L', s.att, s.new), ', ' ORDER BY s.n) AS args
 		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
 		  JOIN unnest(v_srel, v_satt, v_snew, v_snn) WITH ORDINALITY AS s(rel, att, new, nn, n) ON s.rel = t
@@ -921,6 +1352,17 @@ BEGIN
 		v_validate := format('%s|%s|ALTER TABLE %s VALIDATE CONSTRAINT %I', v_r.rel, v_r.new || '_not_null',
 							 v_r.rel::regclass, v_r.new || '_not_null') || v_validate;
 	END LOOP;
+	-- Each shadow column equal to its column: checked on every write from
+	-- the add step on (a write the trigger did not see, with triggers
+	-- disabled or by a trigger firing after it, fails rather than being
+	-- lost at the swap), and validated here, so that the swap needs no scan.
+	FOR v_r IN
+		SELECT s.rel, s.new FROM unnest(v_srel, v_snew) WITH ORDINALITY AS s(rel, new, n)
+		 ORDER BY array_position(v_stables, s.rel), s.n
+	LOOP
+		v_validate := v_validate || format('%s|%s|ALTER TABLE %s VALIDATE CONSTRAINT %I', v_r.rel, v_r.new || '_equal',
+										   v_r.rel::regclass, v_r.new || '_equal');
+	END LOOP;
 	FOREACH v_text IN ARRAY v_validate LOOP
 		RETURN QUERY SELECT 'validate'::text, split_part(v_text, '|', 1)::oid::regclass,
 			split_part(v_text, '|', 2)::name, substr(v_text, length(split_part(v_text, '|', 1)) + length(split_part(v_text, '|', 2)) + 3);
@@ -939,6 +1381,7 @@ BEGIN
 	FOR v_r IN
 		SELECT t AS relid,
 			   (SELECT string_agg(CASE WHEN s.nn THEN format('DROP CONSTRAINT IF EXISTS %I, ', s.new || '_not_null') ELSE '' END
+								  || format('DROP CONSTRAINT IF EXISTS %I, ', s.new || '_equal')
 								  || format('DROP COLUMN IF EXISTS %I', s.new), ', ' ORDER BY s.n)
 				  FROM unnest(v_srel, v_snew, v_snn) WITH ORDINALITY AS s(rel, new, nn, n) WHERE s.rel = t) AS drops
 		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
@@ -986,8 +1429,9 @@ BEGIN
 	END IF;
 	FOR v_r IN
 		SELECT t AS relid,
-			   (SELECT string_agg(format('DROP COLUMN %I', s.att), ', ' ORDER BY s.n)
-				  FROM unnest(v_srel, v_satt) WITH ORDINALITY AS s(rel, att, n) WHERE s.rel = t) AS drops
+			   (SELECT string_agg(format('DROP CONSTRAINT %I, DROP COLUMN %I', s.new || '_equal', s.att), ', '
+								  ORDER BY s.n)
+				  FROM unnest(v_srel, v_satt, v_snew) WITH ORDINALITY AS s(rel, att, new, n) WHERE s.rel = t) AS drops
 		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
 		 ORDER BY k.n
 	LOOP
@@ -1553,6 +1997,32 @@ BEGIN
 							  DETAIL = 'A foreign key was added or dropped, or a column changed, after the conversion began: the shadow columns no longer match.',
 							  HINT = format('Undo the conversion with CALL snowflake_convert_column_online(%L, %L, abort => true), then start it again.', tbl::text, col);
 				END IF;
+				-- every shadow column still checked equal to its column,
+				-- and the check validated: no write since the validation
+				-- can have left them apart (the fingerprint, compared
+				-- under the swap's locks, holds that until then)
+				SELECT format('%s.%I', s.r::regclass, s.a || '_snowflake_equal') AS what,
+					   c.conname IS NOT NULL AS present
+				  INTO v_r
+				  FROM unnest(v_state.rels::oid[], v_state.atts) AS s(r, a)
+				  JOIN pg_attribute x ON x.attrelid = s.r AND x.attname = s.a || '_snowflake' AND NOT x.attisdropped
+				  LEFT JOIN pg_constraint c ON c.conrelid = s.r AND c.conname = s.a || '_snowflake_equal'
+											AND c.contype = 'c'
+				 WHERE c.conname IS NULL OR NOT c.convalidated
+				 LIMIT 1;
+				IF FOUND AND NOT v_r.present THEN
+					RAISE EXCEPTION 'the check % of the online conversion of table % is gone', v_r.what, tbl
+						USING ERRCODE = 'object_not_in_prerequisite_state',
+							  DETAIL = 'It keeps each shadow column equal to its column until the swap; without it, a write made with triggers disabled could be lost.',
+							  HINT = format('Undo the conversion with CALL snowflake_convert_column_online(%L, %L, abort => true), then start it again.', tbl::text, col);
+				ELSIF FOUND THEN
+					RAISE NOTICE 'check % is not validated: back to the validate step', v_r.what;
+					EXECUTE format('UPDATE %I.snowflake_online_state SET step = ''validate'', updated_at = now() WHERE tbl = $1', v_nsp)
+					   USING tbl;
+					COMMIT;
+					PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+					CONTINUE steps;
+				END IF;
 				v_kind := 'swap';
 				RAISE NOTICE 'step 5 of 5, swap';
 			END IF;
@@ -1882,6 +2352,8 @@ BEGIN
 						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
 			LOOP
 				CONTINUE WHEN v_r.step <> 'validate';
+				-- (the checks of equal shadow columns after the sweep below)
+				CONTINUE WHEN v_r.object LIKE '%\_snowflake\_equal';
 				CONTINUE WHEN v_r.object IS NOT NULL
 							  AND EXISTS (SELECT FROM pg_constraint c WHERE c.conrelid = v_r.rel
 											 AND c.conname = v_r.object AND c.convalidated);
@@ -1917,6 +2389,20 @@ BEGIN
 					END IF;
 					PERFORM pg_sleep(0.1);
 				END LOOP;
+			END LOOP;
+			-- then the checks that keep each shadow column equal to its
+			-- column, which no write can undo until the swap
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.name, ''run''::pg_catalog.text)', v_nsp)
+						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
+			LOOP
+				CONTINUE WHEN v_r.step <> 'validate' OR v_r.object IS NULL OR v_r.object NOT LIKE '%\_snowflake\_equal'
+							  OR EXISTS (SELECT FROM pg_constraint c WHERE c.conrelid = v_r.rel
+											AND c.conname = v_r.object AND c.convalidated);
+				EXECUTE v_r.statement;
+				COMMIT;
+				PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 			END LOOP;
 			EXECUTE format('UPDATE %I.snowflake_online_state SET step = ''swap'', updated_at = now() WHERE tbl = $1', v_nsp)
 			  USING tbl;
@@ -1990,14 +2476,34 @@ COMMENT ON FUNCTION _snowflake_online_mark(timestamptz) IS
 
 -- Conversions in progress, begun under 0.3.0, get their mark, so that they
 -- can go on or be aborted: on the trigger of each table they gave shadow
--- columns.  A table that this role cannot comment on (it would need to own
--- it) is named in a warning; its conversion is then refused until its
--- owner aborts it by hand, as the error's hint says.
+-- columns; and the check that keeps each shadow column equal to its
+-- column, not validated (the validate step does it, after its sweep, and
+-- the swap of a conversion past it goes back to it first).  A table that
+-- this role cannot alter (it would need to own it) is named in a warning;
+-- its conversion is then refused until its owner aborts it, as the
+-- error's hint says.
 DO $mark$
 DECLARE
 	v_row record;
 	v_t pg_catalog.regclass;
+	v_c record;
 BEGIN
+	FOR v_c IN
+		SELECT s.r::pg_catalog.regclass AS r, s.a
+		  FROM snowflake_online_state o, unnest(o.rels::pg_catalog.oid[], o.atts) AS s(r, a)
+		 WHERE EXISTS (SELECT FROM pg_catalog.pg_attribute x
+						WHERE x.attrelid = s.r AND x.attname = s.a || '_snowflake' AND NOT x.attisdropped)
+		   AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c
+							WHERE c.conrelid = s.r AND c.conname = s.a || '_snowflake_equal')
+	LOOP
+		BEGIN
+			EXECUTE pg_catalog.format('ALTER TABLE %s ADD CONSTRAINT %I CHECK (%I IS NOT DISTINCT FROM %I) NOT VALID',
+									  v_c.r, v_c.a || '_snowflake_equal', v_c.a || '_snowflake', v_c.a);
+		EXCEPTION WHEN insufficient_privilege THEN
+			RAISE WARNING 'could not add the check of the online conversion of column "%" to table %', v_c.a, v_c.r
+				USING ERRCODE = '01000', DETAIL = SQLERRM;
+		END;
+	END LOOP;
 	FOR v_row IN SELECT s.tbl, s.backfill_tables, s.started_at FROM snowflake_online_state s LOOP
 		FOREACH v_t IN ARRAY v_row.backfill_tables LOOP
 			CONTINUE WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t

@@ -524,7 +524,8 @@ BEGIN
 	END IF;
 
 	-- PostgreSQL cannot change the type of a column that a view, rule,
-	-- trigger, policy or generated column uses: name every such object.
+	-- trigger, policy, generated column or a publication's column list or
+	-- row filter uses: name every such object.
 	WITH RECURSIVE tables(relid, attname) AS (
 		SELECT rels[k.n], atts[k.n]
 		  FROM generate_subscripts(rels, 1) AS k(n)
@@ -550,6 +551,13 @@ BEGIN
 				   WHEN 'pg_policy'::regclass THEN
 					   (SELECT format('policy "%s" on table %s', p.polname, p.polrelid::regclass)
 						  FROM pg_policy p WHERE p.oid = d.objid)
+				   WHEN 'pg_publication_rel'::regclass THEN
+					   -- (15 and later: a column list or a row filter;
+					   -- PostgreSQL's own error calls both a WHERE clause)
+					   (SELECT format('the column list or row filter of table %s in publication "%s"',
+									  pr.prrelid::regclass, pb.pubname)
+						  FROM pg_publication_rel pr JOIN pg_publication pb ON pb.oid = pr.prpubid
+						 WHERE pr.oid = d.objid)
 				   WHEN 'pg_class'::regclass THEN
 					   -- before 14 a generated column depends on the column itself
 					   (SELECT format('generated column "%s" of table %s', ga.attname, ga.attrelid::regclass)
@@ -565,7 +573,8 @@ BEGIN
 		  JOIN pg_attribute a ON a.attrelid = t.relid AND a.attname = t.attname
 		  JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = a.attrelid
 						  AND d.refobjsubid = a.attnum
-		 WHERE d.classid IN ('pg_rewrite'::regclass, 'pg_trigger'::regclass, 'pg_policy'::regclass)
+		 WHERE d.classid IN ('pg_rewrite'::regclass, 'pg_trigger'::regclass, 'pg_policy'::regclass,
+							 'pg_publication_rel'::regclass)
 			OR (d.classid = 'pg_class'::regclass AND d.objid = a.attrelid
 				AND d.objsubid <> a.attnum
 				AND EXISTS (SELECT FROM pg_attribute ga
@@ -587,7 +596,7 @@ BEGIN
 		RAISE EXCEPTION '%', v_text
 			USING ERRCODE = 'dependent_objects_still_exist',
 				  DETAIL = 'Converting column "' || col || '" of table ' || tbl::text
-						   || ' changes that column to bigint, and PostgreSQL cannot change the type of a column that a view, rule, trigger, policy or generated column uses.'
+						   || ' changes that column to bigint, and PostgreSQL cannot change the type of a column that a view, rule, trigger, policy, generated column or a publication''s column list or row filter uses.'
 						   || CASE WHEN v_others IS NULL THEN ''
 								   ELSE format(' Also in the way: %s.', v_others) END,
 				  HINT = format('Drop %s, convert the column, and create it again, in one transaction.', v_text2);

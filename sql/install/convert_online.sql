@@ -245,7 +245,11 @@ BEGIN
 									 WHERE ad.oid = d.objid AND ad.adrelid = s.rel AND ad.adnum = s.num))
 					OR (d.classid = 'pg_constraint'::regclass
 						AND EXISTS (SELECT FROM pg_constraint x
-									 WHERE x.oid = d.objid AND x.contype IN ('p', 'u', 'f', 'n'))))
+									 WHERE x.oid = d.objid
+									   AND (x.contype IN ('p', 'u', 'f', 'n')
+											-- (the conversion's own check, once added)
+											OR x.contype = 'c' AND x.conrelid = s.rel
+											   AND x.conname = s.att || '_snowflake_equal'))))
 		 ORDER BY 1
 		 LIMIT 1;
 		IF FOUND THEN
@@ -301,6 +305,25 @@ BEGIN
 					  HINT = v_offline;
 		END IF;
 
+		-- A trigger before each inserted or updated row that fires after
+		-- the conversion's (triggers fire in the order of their names)
+		-- could change a column after its shadow was set: every such write
+		-- would fail the check that keeps them equal.
+		SELECT t.tgrelid::regclass AS r, t.tgname AS what INTO v_r
+		  FROM pg_trigger t
+		 WHERE t.tgrelid = ANY (v_stables) AND NOT t.tgisinternal AND t.tgenabled <> 'D'
+		   AND (t.tgtype & 3) = 3 AND (t.tgtype & 20) <> 0
+		   AND t.tgname::text COLLATE "C" > 'zz_snowflake_sync'
+		 ORDER BY 1, 2
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Trigger "%s" of table %s fires before each inserted or updated row after the conversion''s trigger zz_snowflake_sync (triggers fire in the order of their names), and could change a column after its shadow column is set.',
+									  v_r.what, v_r.r),
+					  HINT = 'Rename the trigger to sort before zz_snowflake_sync, or convert with snowflake_convert_column().';
+		END IF;
+
 		-- Rows that row-level security hides from the caller would be left
 		-- out of the backfill, and lose their values at the swap.
 		SELECT c.oid::regclass AS r INTO v_r
@@ -315,6 +338,27 @@ BEGIN
 				USING ERRCODE = 'feature_not_supported',
 					  DETAIL = format('Row-level security of table %s applies to you, so the backfill would not see every row.', v_r.r),
 					  HINT = v_offline;
+		END IF;
+
+		-- A published table would send its shadow column to the
+		-- subscribers, whose tables lack it: they would stop applying
+		-- changes ("missing replicated column"), and this server keep the
+		-- WAL they have not confirmed.  (pg_publication_tables lists the
+		-- tables of every kind of publication: of tables, of all tables,
+		-- of schemas.)
+		SELECT c.oid::regclass AS r, p.pubname AS what INTO v_r
+		  FROM pg_class c
+		  JOIN pg_namespace n ON n.oid = c.relnamespace
+		  JOIN pg_publication_tables p ON p.schemaname = n.nspname AND p.tablename = c.relname
+		 WHERE c.oid = ANY (v_stables)
+		 ORDER BY 1, 2
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Table %s is in publication "%s": its subscribers would receive the shadow column, which their tables lack, and stop applying changes.',
+									  v_r.r, v_r.what),
+					  HINT = 'Make the columns bigint on every subscriber first, then convert them here with snowflake_convert_column(), which adds no column.';
 		END IF;
 
 		SELECT s.att INTO v_text
@@ -341,8 +385,12 @@ BEGIN
 	FOR v_r IN
 		SELECT t AS relid, k.n,
 			   string_agg(format('ADD COLUMN %I bigint', s.new), ', ' ORDER BY s.n) AS cols,
-			   string_agg(format(', ADD CONSTRAINT %I CHECK (%I IS NOT NULL) NOT VALID',
-								 s.new || '_not_null', s.new), '' ORDER BY s.n) FILTER (WHERE s.nn) AS checks,
+			   string_agg(CASE WHEN s.nn
+							   THEN format(', ADD CONSTRAINT %I CHECK (%I IS NOT NULL) NOT VALID',
+										   s.new || '_not_null', s.new)
+							   ELSE '' END
+						  || format(', ADD CONSTRAINT %I CHECK (%I IS NOT DISTINCT FROM %I) NOT VALID',
+									s.new || '_equal', s.new, s.att), '' ORDER BY s.n) AS checks,
 			   string_agg(format('%L, %L', s.att, s.new), ', ' ORDER BY s.n) AS args
 		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
 		  JOIN unnest(v_srel, v_satt, v_snew, v_snn) WITH ORDINALITY AS s(rel, att, new, nn, n) ON s.rel = t
@@ -637,6 +685,17 @@ BEGIN
 		v_validate := format('%s|%s|ALTER TABLE %s VALIDATE CONSTRAINT %I', v_r.rel, v_r.new || '_not_null',
 							 v_r.rel::regclass, v_r.new || '_not_null') || v_validate;
 	END LOOP;
+	-- Each shadow column equal to its column: checked on every write from
+	-- the add step on (a write the trigger did not see, with triggers
+	-- disabled or by a trigger firing after it, fails rather than being
+	-- lost at the swap), and validated here, so that the swap needs no scan.
+	FOR v_r IN
+		SELECT s.rel, s.new FROM unnest(v_srel, v_snew) WITH ORDINALITY AS s(rel, new, n)
+		 ORDER BY array_position(v_stables, s.rel), s.n
+	LOOP
+		v_validate := v_validate || format('%s|%s|ALTER TABLE %s VALIDATE CONSTRAINT %I', v_r.rel, v_r.new || '_equal',
+										   v_r.rel::regclass, v_r.new || '_equal');
+	END LOOP;
 	FOREACH v_text IN ARRAY v_validate LOOP
 		RETURN QUERY SELECT 'validate'::text, split_part(v_text, '|', 1)::oid::regclass,
 			split_part(v_text, '|', 2)::name, substr(v_text, length(split_part(v_text, '|', 1)) + length(split_part(v_text, '|', 2)) + 3);
@@ -655,6 +714,7 @@ BEGIN
 	FOR v_r IN
 		SELECT t AS relid,
 			   (SELECT string_agg(CASE WHEN s.nn THEN format('DROP CONSTRAINT IF EXISTS %I, ', s.new || '_not_null') ELSE '' END
+								  || format('DROP CONSTRAINT IF EXISTS %I, ', s.new || '_equal')
 								  || format('DROP COLUMN IF EXISTS %I', s.new), ', ' ORDER BY s.n)
 				  FROM unnest(v_srel, v_snew, v_snn) WITH ORDINALITY AS s(rel, new, nn, n) WHERE s.rel = t) AS drops
 		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
@@ -702,8 +762,9 @@ BEGIN
 	END IF;
 	FOR v_r IN
 		SELECT t AS relid,
-			   (SELECT string_agg(format('DROP COLUMN %I', s.att), ', ' ORDER BY s.n)
-				  FROM unnest(v_srel, v_satt) WITH ORDINALITY AS s(rel, att, n) WHERE s.rel = t) AS drops
+			   (SELECT string_agg(format('DROP CONSTRAINT %I, DROP COLUMN %I', s.new || '_equal', s.att), ', '
+								  ORDER BY s.n)
+				  FROM unnest(v_srel, v_satt, v_snew) WITH ORDINALITY AS s(rel, att, new, n) WHERE s.rel = t) AS drops
 		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
 		 ORDER BY k.n
 	LOOP
@@ -1515,6 +1576,32 @@ BEGIN
 							  DETAIL = 'A foreign key was added or dropped, or a column changed, after the conversion began: the shadow columns no longer match.',
 							  HINT = format('Undo the conversion with CALL snowflake_convert_column_online(%L, %L, abort => true), then start it again.', tbl::text, col);
 				END IF;
+				-- every shadow column still checked equal to its column,
+				-- and the check validated: no write since the validation
+				-- can have left them apart (the fingerprint, compared
+				-- under the swap's locks, holds that until then)
+				SELECT format('%s.%I', s.r::regclass, s.a || '_snowflake_equal') AS what,
+					   c.conname IS NOT NULL AS present
+				  INTO v_r
+				  FROM unnest(v_state.rels::oid[], v_state.atts) AS s(r, a)
+				  JOIN pg_attribute x ON x.attrelid = s.r AND x.attname = s.a || '_snowflake' AND NOT x.attisdropped
+				  LEFT JOIN pg_constraint c ON c.conrelid = s.r AND c.conname = s.a || '_snowflake_equal'
+											AND c.contype = 'c'
+				 WHERE c.conname IS NULL OR NOT c.convalidated
+				 LIMIT 1;
+				IF FOUND AND NOT v_r.present THEN
+					RAISE EXCEPTION 'the check % of the online conversion of table % is gone', v_r.what, tbl
+						USING ERRCODE = 'object_not_in_prerequisite_state',
+							  DETAIL = 'It keeps each shadow column equal to its column until the swap; without it, a write made with triggers disabled could be lost.',
+							  HINT = format('Undo the conversion with CALL snowflake_convert_column_online(%L, %L, abort => true), then start it again.', tbl::text, col);
+				ELSIF FOUND THEN
+					RAISE NOTICE 'check % is not validated: back to the validate step', v_r.what;
+					EXECUTE format('UPDATE %I.snowflake_online_state SET step = ''validate'', updated_at = now() WHERE tbl = $1', v_nsp)
+					   USING tbl;
+					COMMIT;
+					PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+					CONTINUE steps;
+				END IF;
 				v_kind := 'swap';
 				RAISE NOTICE 'step 5 of 5, swap';
 			END IF;
@@ -1844,6 +1931,8 @@ BEGIN
 						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
 			LOOP
 				CONTINUE WHEN v_r.step <> 'validate';
+				-- (the checks of equal shadow columns after the sweep below)
+				CONTINUE WHEN v_r.object LIKE '%\_snowflake\_equal';
 				CONTINUE WHEN v_r.object IS NOT NULL
 							  AND EXISTS (SELECT FROM pg_constraint c WHERE c.conrelid = v_r.rel
 											 AND c.conname = v_r.object AND c.convalidated);
@@ -1879,6 +1968,20 @@ BEGIN
 					END IF;
 					PERFORM pg_sleep(0.1);
 				END LOOP;
+			END LOOP;
+			-- then the checks that keep each shadow column equal to its
+			-- column, which no write can undo until the swap
+			FOR v_r IN EXECUTE format('SELECT * FROM %I._snowflake_online_plan($1::pg_catalog.regclass,
+					$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.oid[], $5::pg_catalog.name[],
+					$6::pg_catalog.name, ''run''::pg_catalog.text)', v_nsp)
+						USING tbl, col, v_state.drop_sequence, v_state.rels::oid[], v_state.atts, v_nsp
+			LOOP
+				CONTINUE WHEN v_r.step <> 'validate' OR v_r.object IS NULL OR v_r.object NOT LIKE '%\_snowflake\_equal'
+							  OR EXISTS (SELECT FROM pg_constraint c WHERE c.conrelid = v_r.rel
+											AND c.conname = v_r.object AND c.convalidated);
+				EXECUTE v_r.statement;
+				COMMIT;
+				PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 			END LOOP;
 			EXECUTE format('UPDATE %I.snowflake_online_state SET step = ''swap'', updated_at = now() WHERE tbl = $1', v_nsp)
 			  USING tbl;

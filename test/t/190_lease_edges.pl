@@ -113,6 +113,11 @@ for my $case (sort keys %bad)
 		"snowflake.lease_conninfo = '$conninfo'\nsnowflake.lease_ttl_ms = 2000\n");
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+	# (on a busy machine a first attempt can time out before the
+	# coordinator answers: wait for the state the case leads to)
+	$node->poll_query_until('postgres', "SELECT lease_state = '$state' FROM snowflake_stats")
+	  or diag("$case: lease_state stayed "
+		  . $node->safe_psql('postgres', 'SELECT lease_state FROM snowflake_stats'));
 	like(psql_stderr($node, 'SELECT snowflake_nextval()'),
 		qr/ERROR:  55000: snowflake_nextval\(\) has no worker id: $message/,
 		"$case: the server starts, and the calls say why");
