@@ -272,37 +272,42 @@ BEGIN
 					  HINT = v_offline;
 		END IF;
 
-		-- The backfill updates every row of these tables: a trigger or rule
-		-- of theirs that fires on that (on UPDATE, with no column list or
-		-- one naming a shadow column, enabled as this session's
-		-- session_replication_role sees it) would run for every row,
-		-- changing rows (an updated_at) or writing for each (an audit log),
-		-- and with the caller's rights; the offline rewrite fires none.
-		SELECT x.r, x.what INTO v_r
-		  FROM (SELECT t.tgrelid::regclass AS r, format('trigger "%s"', t.tgname) AS what, t.tgenabled AS enabled
-				  FROM pg_trigger t
-				 WHERE t.tgrelid = ANY (v_stables) AND NOT t.tgisinternal AND (t.tgtype & 16) <> 0
-				   AND NOT (t.tgname = 'zz_snowflake_sync'
-							AND t.tgfoid IN (SELECT p.oid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-											  WHERE n.nspname = nsp AND p.proname = 'snowflake_convert_sync'))
-				   AND (cardinality(t.tgattr::int2[]) = 0
-						OR EXISTS (SELECT FROM pg_attribute a
-									WHERE a.attrelid = t.tgrelid AND a.attnum = ANY (t.tgattr::int2[])
-									  AND a.attname = ANY (v_snew)))
-				UNION ALL
-				SELECT w.ev_class::regclass, format('rule "%s"', w.rulename), w.ev_enabled
-				  FROM pg_rewrite w
-				 WHERE w.ev_class = ANY (v_stables) AND w.ev_type = '2') x
-		 WHERE x.enabled = 'A'
-			OR x.enabled = CASE current_setting('session_replication_role') WHEN 'replica' THEN 'R' ELSE 'O' END
-		 ORDER BY x.r::text, x.what
+		-- The backfill updates every row of these tables: what that would
+		-- fire besides the conversion's trigger (see
+		-- _snowflake_online_firing(); each batch checks again).
+		EXECUTE format('SELECT x.r, x.what
+						  FROM (SELECT s.t::pg_catalog.regclass AS r,
+									   %I._snowflake_online_firing(s.t::pg_catalog.regclass, $2::pg_catalog.oid[],
+										   $3::pg_catalog.name[], $4::pg_catalog.name) AS what
+								  FROM pg_catalog.unnest($1::pg_catalog.oid[]) AS s(t)) x
+						 WHERE x.what IS NOT NULL
+						 ORDER BY x.r::pg_catalog.text
+						 LIMIT 1', nsp)
+		   INTO v_r USING v_stables, rels, atts, nsp;
+		IF v_r.r IS NOT NULL THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Table %s has %s.', v_r.r, v_r.what),
+					  HINT = v_offline;
+		END IF;
+
+		-- The backfill's updates of a table run as its owner (see
+		-- asowner.c), through a function PUBLIC cannot execute; a caller
+		-- that is not the owner needs the right to.
+		SELECT c.oid::regclass AS r, c.relowner::regrole AS what INTO v_r
+		  FROM unnest(v_stables) AS s(t)
+		  JOIN pg_class c ON c.oid = s.t
+		 WHERE c.relowner <> (SELECT o.oid FROM pg_roles o WHERE o.rolname = current_user)
+		   AND NOT has_function_privilege(format('%I._snowflake_online_sync_rows(pg_catalog.regclass, pg_catalog.oid[], pg_catalog.name[], pg_catalog.bool, pg_catalog.text[], pg_catalog.text[], pg_catalog.int4)', nsp), 'EXECUTE')
+		 ORDER BY c.oid::regclass::text
 		 LIMIT 1;
 		IF FOUND THEN
 			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
-				USING ERRCODE = 'feature_not_supported',
-					  DETAIL = format('Table %s has %s on UPDATE, which would fire for every row the backfill updates, with your rights.',
-									  v_r.r, v_r.what),
-					  HINT = v_offline;
+				USING ERRCODE = 'insufficient_privilege',
+					  DETAIL = format('Table %s belongs to role %s, as whom the backfill updates its rows, which needs EXECUTE on function %I._snowflake_online_sync_rows().',
+									  v_r.r, v_r.what, nsp),
+					  HINT = format('Call the procedure as role %s, or have a superuser grant you EXECUTE on function %I._snowflake_online_sync_rows().',
+									v_r.what, nsp);
 		END IF;
 
 		-- A trigger before each inserted or updated row that fires after
@@ -322,22 +327,6 @@ BEGIN
 					  DETAIL = format('Trigger "%s" of table %s fires before each inserted or updated row after the conversion''s trigger zz_snowflake_sync (triggers fire in the order of their names), and could change a column after its shadow column is set.',
 									  v_r.what, v_r.r),
 					  HINT = 'Rename the trigger to sort before zz_snowflake_sync, or convert with snowflake_convert_column().';
-		END IF;
-
-		-- Rows that row-level security hides from the caller would be left
-		-- out of the backfill, and lose their values at the swap.
-		SELECT c.oid::regclass AS r INTO v_r
-		  FROM pg_class c
-		 WHERE c.oid = ANY (v_stables) AND c.relrowsecurity
-		   AND (c.relforcerowsecurity OR NOT pg_has_role(c.relowner, 'USAGE'))
-		   AND NOT EXISTS (SELECT FROM pg_roles o WHERE o.rolname = current_user AND (o.rolsuper OR o.rolbypassrls))
-		 ORDER BY 1
-		 LIMIT 1;
-		IF FOUND THEN
-			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
-				USING ERRCODE = 'feature_not_supported',
-					  DETAIL = format('Row-level security of table %s applies to you, so the backfill would not see every row.', v_r.r),
-					  HINT = v_offline;
 		END IF;
 
 		-- A published table would send its shadow column to the
@@ -1201,6 +1190,9 @@ BEGIN
 	  FROM generate_subscripts(rels, 1) AS k(n)
 	  JOIN pg_attribute a ON a.attrelid = rels[k.n] AND a.attname = atts[k.n] AND NOT a.attisdropped
 	 WHERE rels[k.n] = tbl AND a.atttypid <> 'int8'::regtype;
+	IF v_sets IS NULL THEN
+		RETURN;				-- (no shadow column in this table: no statement)
+	END IF;
 	SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.n),
 		   string_agg(quote_ident(a.attname) || ' DESC', ', ' ORDER BY k.n),
 		   string_agg(format('%I::text', a.attname), ', ' ORDER BY k.n),
@@ -1226,6 +1218,136 @@ $batches$;
 
 COMMENT ON FUNCTION _snowflake_online_batches(regclass, oid[], name[]) IS
 'internal to snowflake_convert_column_online(): the backfill''s statements for a table';
+
+-- What an update of table tbl's shadow columns would fire besides the
+-- conversion's own trigger, as text naming it for a message, or NULL: a
+-- trigger or rule on UPDATE (with no column list, or one naming a shadow
+-- column), enabled as this session's session_replication_role sees it,
+-- which would run for every row the backfill updates, changing rows (an
+-- updated_at) or writing for each (an audit log), where the offline
+-- rewrite fires none; or row-level security that applies to the caller or
+-- to the table's owner (the backfill reads as the one and writes as the
+-- other), which would hide rows from the backfill, to lose their values at
+-- the swap.  The plan refuses these when a call starts; each batch checks
+-- again, under its ROW EXCLUSIVE lock on the table, which CREATE TRIGGER,
+-- ENABLE TRIGGER, CREATE RULE and FORCE ROW LEVEL SECURITY wait for.
+CREATE FUNCTION _snowflake_online_firing(tbl regclass, rels oid[], atts name[], nsp name)
+RETURNS text
+LANGUAGE sql
+STABLE PARALLEL SAFE STRICT SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $firing$
+SELECT x.what
+  FROM (SELECT 1 AS o, x.what
+		  FROM (SELECT format('trigger "%s" on UPDATE, which would fire for every row the backfill updates', t.tgname) AS what,
+					   t.tgenabled AS enabled
+				  FROM pg_trigger t
+				 WHERE t.tgrelid = tbl AND NOT t.tgisinternal AND (t.tgtype & 16) <> 0
+				   AND NOT (t.tgname = 'zz_snowflake_sync'
+							AND t.tgfoid IN (SELECT p.oid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+											  WHERE n.nspname = nsp AND p.proname = 'snowflake_convert_sync'))
+				   AND (cardinality(t.tgattr::int2[]) = 0
+						OR EXISTS (SELECT FROM pg_attribute a
+									WHERE a.attrelid = t.tgrelid AND a.attnum = ANY (t.tgattr::int2[])
+									  AND a.attname IN (SELECT (atts[k.n] || '_snowflake')::name
+														  FROM generate_subscripts(rels, 1) AS k(n)
+														 WHERE rels[k.n] = tbl)))
+				UNION ALL
+				SELECT format('rule "%s" on UPDATE, which would fire for every row the backfill updates', w.rulename),
+					   w.ev_enabled
+				  FROM pg_rewrite w
+				 WHERE w.ev_class = tbl AND w.ev_type = '2') x
+		 WHERE x.enabled = 'A'
+			OR x.enabled = CASE current_setting('session_replication_role') WHEN 'replica' THEN 'R' ELSE 'O' END
+		UNION ALL
+		SELECT 2, format('row-level security that applies to %s, so the backfill would not see every row',
+						 CASE WHEN y.to_caller THEN 'you' ELSE format('its owner %s', y.owner) END)
+		  FROM (SELECT quote_ident(o.rolname) AS owner,
+					   c.relforcerowsecurity AND NOT o.rolsuper AND NOT o.rolbypassrls AS to_owner,
+					   (c.relforcerowsecurity OR NOT pg_has_role(c.relowner, 'USAGE'))
+					   AND NOT EXISTS (SELECT FROM pg_roles u
+										WHERE u.rolname = current_user AND (u.rolsuper OR u.rolbypassrls)) AS to_caller
+				  FROM pg_class c
+				  JOIN pg_roles o ON o.oid = c.relowner
+				 WHERE c.oid = tbl AND c.relrowsecurity) y
+		 WHERE y.to_owner OR y.to_caller) x
+ ORDER BY x.o, x.what
+ LIMIT 1
+$firing$;
+
+COMMENT ON FUNCTION _snowflake_online_firing(regclass, oid[], name[], name) IS
+'internal to snowflake_convert_column_online(): what the backfill''s updates of a table would fire';
+
+-- The backfill's and the sweeps' updates of a table, run as the table's
+-- owner inside a security-restricted operation (src/asowner.c): the
+-- table's CHECKs, index expressions and triggers run with its owner's
+-- rights, not the caller's.  It runs only the statement of
+-- _snowflake_online_batches() for the columns given, and only for a caller
+-- with the owner's privileges; still, PUBLIC cannot execute it.  Not
+-- STRICT: the bounds of a batch may be NULL.
+CREATE FUNCTION _snowflake_online_sync_rows(tbl regclass, rels oid[], atts name[], sweep boolean,
+	after text[], upto text[], max_rows integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME', '_snowflake_online_sync_rows'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+REVOKE ALL ON FUNCTION _snowflake_online_sync_rows(regclass, oid[], name[], boolean, text[], text[], integer) FROM PUBLIC;
+
+COMMENT ON FUNCTION _snowflake_online_sync_rows(regclass, oid[], name[], boolean, text[], text[], integer) IS
+'internal to snowflake_convert_column_online(): a batch of the backfill, as the table''s owner';
+
+-- One batch (sweep false: the rows after "after" up to "upto" by primary
+-- key) or one sweep (at most max_rows rows whose shadows differ) of table
+-- t, in the caller's transaction: it takes the table's ROW EXCLUSIVE lock,
+-- checks what the update would fire again, then updates, as the table's
+-- owner.  A caller that is the owner updates itself (nothing to switch);
+-- any other, a superuser say, through _snowflake_online_sync_rows().
+-- Returns the number of rows updated.
+CREATE FUNCTION _snowflake_online_sync(t regclass, tbl regclass, rels oid[], atts name[], nsp name,
+	sweep boolean, after text[], upto text[], max_rows integer)
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $sync$
+DECLARE
+	v_what text;
+	v_b record;
+	v_n bigint;
+BEGIN
+	EXECUTE format('LOCK TABLE %s IN ROW EXCLUSIVE MODE', t);
+	EXECUTE format('SELECT %I._snowflake_online_firing($1::pg_catalog.regclass, $2::pg_catalog.oid[],
+			$3::pg_catalog.name[], $4::pg_catalog.name)', nsp)
+	   INTO v_what USING t, rels, atts, nsp;
+	IF v_what IS NOT NULL THEN
+		EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', nsp) USING tbl;
+		RAISE EXCEPTION 'cannot go on with the online conversion of table %', tbl
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Table %s now has %s.', t, v_what),
+				  HINT = 'Drop or disable it, then call the procedure again: the conversion resumes where it stopped.';
+	END IF;
+	IF (SELECT c.relowner FROM pg_class c WHERE c.oid = t) = (SELECT o.oid FROM pg_roles o WHERE o.rolname = current_user) THEN
+		EXECUTE format('SELECT * FROM %I._snowflake_online_batches($1::pg_catalog.regclass,
+				$2::pg_catalog.oid[], $3::pg_catalog.name[])', nsp)
+		   INTO v_b USING t, rels, atts;
+		IF sweep THEN
+			EXECUTE v_b.sweep_sql USING max_rows;
+		ELSE
+			EXECUTE v_b.update_sql USING after, upto;
+		END IF;
+		GET DIAGNOSTICS v_n = ROW_COUNT;
+		RETURN v_n;
+	END IF;
+	EXECUTE format('SELECT %I._snowflake_online_sync_rows($1::pg_catalog.regclass, $2::pg_catalog.oid[],
+			$3::pg_catalog.name[], $4::pg_catalog.bool, $5::pg_catalog.text[], $6::pg_catalog.text[],
+			$7::pg_catalog.int4)', nsp)
+	   INTO v_n USING t, rels, atts, sweep, after, upto, max_rows;
+	RETURN v_n;
+END
+$sync$;
+
+COMMENT ON FUNCTION _snowflake_online_sync(regclass, regclass, oid[], name[], name, boolean, text[], text[], integer) IS
+'internal to snowflake_convert_column_online(): a batch of the backfill, checked under its lock';
 
 -- Lets go of every hold this session has of a table's conversion lock (a
 -- session-level advisory lock counts up when taken again), checking first,
@@ -1836,7 +1958,11 @@ BEGIN
 				LOOP
 					EXECUTE v_b.range_sql INTO v_n, v_last USING v_state.backfill_after, batch_size;
 					EXIT WHEN v_n = 0;
-					EXECUTE v_b.update_sql USING v_state.backfill_after, v_last;
+					EXECUTE format('SELECT %I._snowflake_online_sync($1::pg_catalog.regclass, $2::pg_catalog.regclass,
+							$3::pg_catalog.oid[], $4::pg_catalog.name[], $5::pg_catalog.name, false::pg_catalog.bool,
+							$6::pg_catalog.text[], $7::pg_catalog.text[], NULL::pg_catalog.int4)', v_nsp)
+					   USING v_t, tbl, v_state.rels::oid[], v_state.atts, v_nsp,
+										  v_state.backfill_after, v_last;
 					EXECUTE format('UPDATE %I.snowflake_online_state
 									   SET backfill_after = $2, rows_done = rows_done + $3, updated_at = now()
 									 WHERE tbl = $1
@@ -1858,8 +1984,10 @@ BEGIN
 				-- and did not update them in the end
 				v_try := 0;
 				LOOP
-					EXECUTE v_b.sweep_sql USING batch_size;
-					GET DIAGNOSTICS v_n = ROW_COUNT;
+					EXECUTE format('SELECT %I._snowflake_online_sync($1::pg_catalog.regclass, $2::pg_catalog.regclass,
+							$3::pg_catalog.oid[], $4::pg_catalog.name[], $5::pg_catalog.name, true::pg_catalog.bool,
+							NULL::pg_catalog.text[], NULL::pg_catalog.text[], $6::pg_catalog.int4)', v_nsp)
+					   INTO v_n USING v_t, tbl, v_state.rels::oid[], v_state.atts, v_nsp, batch_size;
 					COMMIT;
 					PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 					CONTINUE WHEN v_n > 0;
@@ -1948,8 +2076,10 @@ BEGIN
 				   INTO v_b USING v_t, v_state.rels::oid[], v_state.atts;
 				v_try := 0;
 				LOOP
-					EXECUTE v_b.sweep_sql USING batch_size;
-					GET DIAGNOSTICS v_n = ROW_COUNT;
+					EXECUTE format('SELECT %I._snowflake_online_sync($1::pg_catalog.regclass, $2::pg_catalog.regclass,
+							$3::pg_catalog.oid[], $4::pg_catalog.name[], $5::pg_catalog.name, true::pg_catalog.bool,
+							NULL::pg_catalog.text[], NULL::pg_catalog.text[], $6::pg_catalog.int4)', v_nsp)
+					   INTO v_n USING v_t, tbl, v_state.rels::oid[], v_state.atts, v_nsp, batch_size;
 					IF v_n > 0 THEN
 						RAISE WARNING '% rows of table % differed from their shadow columns', v_n, v_t
 							USING DETAIL = 'Rows changed without the conversion''s trigger (was it disabled?); they are set again.';
