@@ -29,7 +29,7 @@
  */
 #include "postgres.h"
 
-#include "access/table.h"
+#include "access/relation.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -118,10 +118,14 @@ _snowflake_online_sync_rows(PG_FUNCTION_ARGS)
 				 errmsg("a sweep needs a positive number of rows")));
 
 	/* the lock the update takes anyway, so that the owner cannot change */
-	rel = table_open(relid, RowExclusiveLock);
+	rel = try_relation_open(relid, RowExclusiveLock);
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("table with OID %u does not exist", relid)));
 	owner = rel->rd_rel->relowner;
 	relkind = rel->rd_rel->relkind;
-	table_close(rel, NoLock);
+	relation_close(rel, NoLock);
 	if (relkind != RELKIND_RELATION)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -157,6 +157,8 @@ like($err, qr/permission denied for function _snowflake_online_sync_rows/, 'PUBL
 $node->safe_psql('postgres', q{GRANT EXECUTE ON FUNCTION _snowflake_online_sync_rows(regclass, oid[], name[], boolean, text[], text[], integer) TO regress_tenant});
 ($ret, $out, $err) = $node->psql('postgres', "SET ROLE regress_tenant; $sync");
 like($err, qr/must be owner of table items/, 'with EXECUTE, a caller without the owner\'s rights is refused');
+($ret, $out, $err) = $node->psql('postgres', q{SELECT _snowflake_online_sync_rows(4000000000::oid::regclass, '{}'::oid[], '{}'::name[], false, NULL, NULL, NULL)});
+like($err, qr/table with OID 4000000000 does not exist/, 'a table that does not exist is refused');
 ($ret, $out, $err) = $node->psql('postgres', $sync);
 like($err, qr/table "items" has no column of the online conversion to set/, 'and it sets only the conversion\'s columns');
 $node->safe_psql('postgres', q{REVOKE EXECUTE ON FUNCTION _snowflake_online_sync_rows(regclass, oid[], name[], boolean, text[], text[], integer) FROM regress_tenant});
