@@ -4,7 +4,7 @@ EXTVERSION = 0.4.0
 MODULE_big = snowflake
 OBJS = src/snowflake.o src/layout.o src/decision.o src/config.o src/generator.o src/mark.o \
 	src/markwriter.o src/lease.o src/functions.o src/uuidv7.o \
-	src/ff1.o src/idtext.o src/publicid.o src/convert.o src/asowner.o
+	src/ff1.o src/idtext.o src/publicid.o src/convert.o src/asowner.o src/leaselog.o
 
 # The install script is assembled from one file per concern (sql/install/),
 # in this order; the upgrade scripts are kept by hand, each frozen at its
@@ -44,6 +44,9 @@ UNIT_TEST = test/unit/decision_test
 # FF1 against NIST's sample vectors, and the text forms of ids
 # (test/unit/ff1_test.c)
 FF1_TEST = test/unit/ff1_test
+# The lease client's check of the coordinator's logging settings
+# (test/unit/leaselog_test.c)
+LEASELOG_TEST = test/unit/leaselog_test
 
 TAP_TESTS = 1
 # The longest files first (in CI's runs), so that the three run at a time
@@ -54,7 +57,7 @@ TAP_FIRST = test/t/250_convert_online.pl test/t/220_ha_coordinator.pl \
 PROVE_TESTS = $(TAP_FIRST) $(filter-out $(TAP_FIRST),$(sort $(wildcard test/t/*.pl)))
 
 EXTRA_CLEAN = tmp_regress tmp_isolation output_iso results regression.diffs \
-	regression.out $(UNIT_TEST) $(FF1_TEST)
+	regression.out $(UNIT_TEST) $(FF1_TEST) $(LEASELOG_TEST)
 
 # Nothing here gains from JIT inlining, and bitcode needs a clang matching
 # the server's LLVM.
@@ -76,11 +79,16 @@ $(FF1_TEST): test/unit/ff1_test.c test/unit/unit.h src/ff1.c src/ff1.h src/idtex
 	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(srcdir)/test/unit -I$(includedir_server) -I$(includedir) \
 		-o $@ test/unit/ff1_test.c src/ff1.c src/idtext.c -L$(pkglibdir) -lpgcommon -lpgport -lcrypto -lm
 
+$(LEASELOG_TEST): test/unit/leaselog_test.c test/unit/unit.h src/leaselog.c src/leaselog.h
+	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(srcdir)/test/unit -I$(includedir_server) -I$(includedir) \
+		-o $@ test/unit/leaselog_test.c src/leaselog.c -L$(pkglibdir) -lpgcommon -lpgport -lm
+
 # (a blank line between two parts)
 $(DATA_built): $(INSTALL_PARTS)
 	awk 'FNR == 1 && NR != 1 { print "" } { print }' $^ > $@
 
 .PHONY: unitcheck
-unitcheck: $(UNIT_TEST) $(FF1_TEST)
+unitcheck: $(UNIT_TEST) $(FF1_TEST) $(LEASELOG_TEST)
 	./$(UNIT_TEST)
 	./$(FF1_TEST)
+	./$(LEASELOG_TEST)

@@ -96,6 +96,7 @@
 #include "config.h"
 #include "generator.h"
 #include "lease.h"
+#include "leaselog.h"
 #include "snowflake.h"
 
 /*
@@ -634,6 +635,7 @@ static LeaseBackend lease_backend;	/* the coordinator's end of lease_conn */
 static LeaseBackend lease_abandoned;	/* one left running by a timeout */
 static bool trouble_logged;		/* the current trouble is in the log */
 static char *refusal_logged;	/* the last refused answer logged, or NULL */
+static char *logging_logged;	/* the last logging refusal logged, or NULL */
 static LeaseHeld held;
 static char lease_token[LEASE_TOKEN_BYTES * 2 + 1];
 static char *lease_holder;		/* this server, for the coordinator */
@@ -926,6 +928,74 @@ lease_session_start(int64 deadline)
 }
 
 /*
+ * Would this session write our secret to the coordinator's log?  A
+ * statement is logged before it runs, so no refusal on the coordinator's
+ * side could take a logged secret back: the client asks first, before
+ * every call, and sends no secret to a session that would log its
+ * parameters (log_statement, log_min_duration_statement and the like; see
+ * leaselog.c).  A refusal is logged once per setting, with the statement
+ * that turns it off for the lease role alone.
+ */
+static bool
+lease_session_keeps_secrets(int64 deadline)
+{
+	const char *params[1] = {LEASE_LOGGING_SETTINGS};
+	const char **names;
+	const char **values;
+	const char *fix = NULL;
+	char	   *problem;
+	char	   *role;
+	PGresult   *res;
+	int			n;
+
+	res = lease_exec("SELECT s.name, s.setting, current_user FROM pg_catalog.pg_settings s "
+					 "WHERE s.name OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])",
+					 1, params, deadline);
+	if (res == NULL)
+		return false;			/* (disconnected, the status set) */
+	n = PQnfields(res) == 3 ? PQntuples(res) : 0;
+	names = palloc0(sizeof(char *) * (n + 1));
+	values = palloc0(sizeof(char *) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		names[i] = PQgetvalue(res, i, 0);
+		values[i] = PQgetvalue(res, i, 1);
+	}
+	/* a session that shows none of them is not believed to keep secrets */
+	problem = n == 0 ? pstrdup("its logging settings could not be read") :
+		LeaseLoggingProblem(n, names, values, &fix);
+	role = n > 0 ? pstrdup(quote_identifier(PQgetvalue(res, 0, 2))) : NULL;
+	PQclear(res);
+	pfree(names);
+	pfree(values);
+	if (problem == NULL)
+	{
+		if (logging_logged != NULL)
+			pfree(logging_logged);
+		logging_logged = NULL;
+		return true;
+	}
+
+	lease_disconnect();
+	if (logging_logged == NULL || strcmp(logging_logged, problem) != 0)
+	{
+		ereport(LOG,
+				(errmsg("the snowflake lease coordinator %s would log the lease secret: %s",
+						lease_coordinator_text, problem),
+				 errdetail("No secret is sent to it, so no lease is claimed, renewed or released there."),
+				 fix != NULL && role != NULL ?
+				 errhint("As a superuser on the coordinator, run ALTER ROLE %s SET %s; the lease client's next session takes it.",
+						 role, fix) : 0));
+		if (logging_logged != NULL)
+			pfree(logging_logged);
+		logging_logged = MemoryContextStrdup(TopMemoryContext, problem);
+	}
+	trouble_logged = true;		/* (said here, not as "did not answer") */
+	lease_set_status(LEASE_REFUSED, psprintf("the coordinator would log the lease secret: %s", problem));
+	return false;
+}
+
+/*
  * Run a lease call, whose SQL names the extension's schema with %s;
  * returns its rows (to be PQclear'd), or NULL with the status and reason
  * set.
@@ -943,6 +1013,15 @@ lease_query(const char *sql, int nparams, const char *const *params)
 	if (lease_conn != NULL && lease_conn_ttl != snowflake_lease_ttl_ms)
 		lease_disconnect();
 	if (lease_conn == NULL && !lease_session_start(ClockMonotonicUs() + timeout_us))
+		return NULL;
+
+	/*
+	 * Before every call, not once per session: a reload of the
+	 * coordinator's configuration changes the settings of a session under
+	 * way.  (A change between this and the call could still log that one
+	 * call's secret.)
+	 */
+	if (!lease_session_keeps_secrets(ClockMonotonicUs() + timeout_us))
 		return NULL;
 	LWLockAcquire(lease->lock, LW_EXCLUSIVE);
 	lease->requests++;

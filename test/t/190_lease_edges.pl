@@ -87,6 +87,7 @@ $standby->stop;
 # 7. Bad input: the server stays up, the calls say why, no id is issued.
 $coordinator->safe_psql('postgres', q{
 	CREATE ROLE fleetpw LOGIN PASSWORD 'right';
+	ALTER ROLE fleetpw SET log_parameter_max_length = 0;
 	CREATE DATABASE noext;});
 $coordinator->safe_psql('postgres', q{SELECT pg_reload_conf()});
 require_password($coordinator, 'fleetpw');

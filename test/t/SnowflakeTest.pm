@@ -221,7 +221,9 @@ sub lease_coordinator
 # Make the running primary $node a coordinator: the extension, and a role
 # "fleet" that may only execute the lease functions.  The one place that
 # knows what the fleet's role needs (a server managed by other software,
-# Patroni say, is set up through it too).
+# Patroni say, is set up through it too).  The test clusters log every
+# statement: the fleet's sessions must not log their parameters (the lease
+# secret), or the lease client sends none.
 sub lease_coordinator_setup
 {
 	my ($node) = @_;
@@ -229,6 +231,7 @@ sub lease_coordinator_setup
 	$node->safe_psql('postgres', q{
 		CREATE EXTENSION snowflake;
 		CREATE ROLE fleet LOGIN;
+		ALTER ROLE fleet SET log_parameter_max_length = 0;
 		GRANT EXECUTE ON FUNCTION
 			snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
 			snowflake_lease_renew(integer, text, integer, bigint),
