@@ -168,4 +168,17 @@ SELECT node FROM public.snowflake_lease_claim('server g', '343434343434343434343
 SELECT count(*) AS evil_rows FROM evil.snowflake_lease;
 RESET search_path;
 DROP SCHEMA evil CASCADE;
+
+-- the table's bound, 65536 rows: past it a claim takes only a row that
+-- expired, and one that would need a new row is refused
+INSERT INTO snowflake_lease (node, generation, holder, expires_at, horizon_ms, floor_ms, claimed_at)
+SELECT 100000 + g, 1, 'filler', now() - interval '1 hour', 0, 0, now() - interval '1 hour'
+  FROM generate_series(1, 65536 - (SELECT count(*) FROM snowflake_lease)) g;
+SELECT count(*) AS rows FROM snowflake_lease;
+SELECT * FROM snowflake_lease_claim('server h', '56565656565656565656565656565656', '{50}', '{60}', NULL, 60000, 0);
+SELECT node, generation FROM snowflake_lease_claim('server h', '56565656565656565656565656565656', '{50,100005}', '{60,100010}', NULL, 60000, 0);
+-- a range whose every row is leased: no row, as ever (the bound is not
+-- what keeps it)
+SELECT count(*) FROM snowflake_lease_claim('server i', '78787878787878787878787878787878', '{100005}', '{100005}', NULL, 60000, 0);
+SELECT count(*) AS rows FROM snowflake_lease;
 DELETE FROM snowflake_lease;

@@ -634,6 +634,7 @@ static char *lease_schema;		/* the extension's schema there, quoted */
 static LeaseBackend lease_backend;	/* the coordinator's end of lease_conn */
 static LeaseBackend lease_abandoned;	/* one left running by a timeout */
 static bool trouble_logged;		/* the current trouble is in the log */
+static bool lease_releasing;	/* at shutdown, releasing the lease */
 static char *refusal_logged;	/* the last refused answer logged, or NULL */
 static char *logging_logged;	/* the last logging refusal logged, or NULL */
 static LeaseHeld held;
@@ -700,7 +701,12 @@ lease_set_status(LeaseStatus status, const char *reason)
 	ConditionVariableBroadcast(&lease->cv);
 }
 
-/* Wait for the socket (or only the latch when sock < 0) until deadline. */
+/*
+ * Wait for the socket (or only the latch when sock < 0) until deadline;
+ * false at the deadline, or at a shutdown request, but for the release's
+ * calls: they are made after one, and a fast shutdown may signal again
+ * while they run.
+ */
 static bool
 lease_wait_socket(int sock, int events, int64 deadline_us)
 {
@@ -720,7 +726,7 @@ lease_wait_socket(int sock, int events, int64 deadline_us)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
-	return !ShutdownRequestPending;
+	return lease_releasing || !ShutdownRequestPending;
 }
 
 static void
@@ -1333,7 +1339,7 @@ lease_release(void)
 	params[0] = node;
 	params[1] = lease_token;
 	params[2] = end_text;
-	ShutdownRequestPending = false; /* let the query run, within its timeout */
+	lease_releasing = true;		/* let the calls run, within their timeout */
 	res = lease_query("SELECT %s.snowflake_lease_release($1::pg_catalog.int4, $2::pg_catalog.text, "
 					  "$3::pg_catalog.int8)",
 					  3, params);
@@ -1343,6 +1349,17 @@ lease_release(void)
 				(errmsg("snowflake worker id %d released, its ids ending at %s",
 						held.node, SnowflakeFormatMs(end))));
 		PQclear(res);
+	}
+	else
+	{
+		char		reason[sizeof(lease->reason)];
+
+		LWLockAcquire(lease->lock, LW_SHARED);
+		strlcpy(reason, lease->reason, sizeof(reason));
+		LWLockRelease(lease->lock);
+		ereport(LOG,
+				(errmsg("snowflake worker id %d not released, it lapses by itself: %s",
+						held.node, reason)));
 	}
 }
 

@@ -119,6 +119,7 @@ DECLARE
 	candidate integer;
 	stored record;
 	wanted bigint := wanted_horizon_ms;
+	room boolean;
 BEGIN
 	IF holder IS NULL OR token IS NULL OR lows IS NULL OR highs IS NULL OR ttl_ms IS NULL OR wanted IS NULL THEN
 		RAISE EXCEPTION 'only prefer may be NULL'
@@ -162,6 +163,13 @@ BEGIN
 	END IF;
 
 	LOOP
+		-- A new row only while the table has fewer than 65536 (64 times the
+		-- worker ids of the default layout): rows are never deleted (an
+		-- expired row keeps the horizon that fences its worker id), so
+		-- without a bound any role that may claim could grow the table
+		-- without end, a worker id at a time.  A fleet needs a row per
+		-- worker id it ever uses; released and expired rows are taken again.
+		EXECUTE format('SELECT count(*) < 65536 FROM %s', tbl) INTO room;
 		-- the preferred worker id if it is free (a restart takes its own
 		-- back), else the lowest free one: a released or expired row, or a
 		-- value without a row
@@ -170,12 +178,12 @@ BEGIN
 				SELECT l.node AS v FROM %1$s l
 				 WHERE l.node = $3 AND l.expires_at <= now()
 				UNION ALL
-				SELECT $3 WHERE NOT EXISTS (SELECT FROM %1$s WHERE node = $3)
+				SELECT $3 WHERE $4 AND NOT EXISTS (SELECT FROM %1$s WHERE node = $3)
 			) p
 			 WHERE v IS NOT NULL
 			   AND EXISTS (SELECT FROM unnest($1, $2) r(lo, hi) WHERE v BETWEEN lo AND hi)
 			$q$, tbl)
-			INTO candidate USING lows, highs, prefer;
+			INTO candidate USING lows, highs, prefer, room;
 		IF candidate IS NULL THEN
 			EXECUTE format($q$
 				SELECT min(v) FROM (
@@ -184,15 +192,30 @@ BEGIN
 					 WHERE l.node BETWEEN lo AND hi AND l.expires_at <= now()
 					UNION ALL
 					SELECT lo FROM unnest($1, $2) r(lo, hi)
-					 WHERE NOT EXISTS (SELECT FROM %1$s WHERE node = lo)
+					 WHERE $3 AND NOT EXISTS (SELECT FROM %1$s WHERE node = lo)
 					UNION ALL
 					SELECT l.node + 1
 					  FROM %1$s l, unnest($1, $2) r(lo, hi)
-					 WHERE l.node >= lo AND l.node < hi
+					 WHERE $3 AND l.node >= lo AND l.node < hi
 					   AND NOT EXISTS (SELECT FROM %1$s m WHERE m.node = l.node + 1)
 				) c
 				$q$, tbl)
-				INTO candidate USING lows, highs;
+				INTO candidate USING lows, highs, room;
+		END IF;
+		IF candidate IS NULL AND NOT room THEN
+			-- a worker id of the ranges without a row: the bound, not the
+			-- leases, keeps the caller from it
+			EXECUTE format($q$
+				SELECT EXISTS (SELECT FROM unnest($1, $2) r(lo, hi)
+								WHERE (SELECT count(*) FROM %1$s l WHERE l.node BETWEEN lo AND hi) < hi::bigint - lo + 1)
+				$q$, tbl)
+				INTO room USING lows, highs;
+			IF room THEN
+				RAISE EXCEPTION 'the lease table is full'
+					USING ERRCODE = 'program_limit_exceeded',
+						  DETAIL = 'It holds 65536 rows, its limit, and every worker id of the ranges asked for that has a row is leased.',
+						  HINT = 'As the extension''s owner on the coordinator, delete the rows of worker ids no server uses any more (see README, "Running many servers").';
+			END IF;
 		END IF;
 		IF candidate IS NULL THEN
 			RETURN;				-- every worker id of the ranges is leased

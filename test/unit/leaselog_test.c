@@ -66,9 +66,9 @@ static const LoggingCase cases[] = {
 int
 main(int argc, char **argv)
 {
-	int			ndefaults = lengthof(default_names);
+	int			ndefaults = (int) lengthof(default_names);
 
-	for (int c = 0; c < lengthof(cases); c++)
+	for (int c = 0; c < (int) lengthof(cases); c++)
 	{
 		const LoggingCase *k = &cases[c];
 		const char *names[16];
