@@ -122,6 +122,56 @@ SELECT snowflake_lease_release(3, :ta, NULL);
 -- none of them changed a lease
 SELECT count(*) AS untouched FROM snowflake_lease WHERE node = 3 AND generation = 1 AND released_at IS NULL;
 
+-- The chain of secrets (0.4.0's calls): each claim and renewal proves a
+-- secret and registers the hash of the next one.  Secrets here: sN is
+-- repeat('N', 32), hashed as the lease client does.
+CREATE FUNCTION pg_temp.s(n integer) RETURNS text LANGUAGE sql AS $$ SELECT repeat(n::text, 32) $$;
+CREATE FUNCTION pg_temp.h(n integer) RETURNS bytea LANGUAGE sql AS $$ SELECT sha256(decode(repeat(n::text, 32), 'hex')) $$;
+-- a first claim offers no secret
+SELECT node, generation FROM snowflake_lease_claim('chain', '{}', pg_temp.h(1), '{40}', '{49}', NULL, 60000, :now_ms + 1000);
+SELECT token_hash = pg_temp.h(1) AS keeps_hash_of_next FROM snowflake_lease WHERE node = 40;
+SELECT renewed FROM snowflake_lease_renew(40, ARRAY[pg_temp.s(1)], pg_temp.h(2), 60000, :now_ms + 1000);
+-- a secret once used is spent: replayed, it neither renews nor releases
+SELECT renewed FROM snowflake_lease_renew(40, ARRAY[pg_temp.s(1)], pg_temp.h(9), 60000, :now_ms + 1000);
+SELECT snowflake_lease_release(40, ARRAY[pg_temp.s(1)], 0);
+SELECT count(*) FROM snowflake_lease_claim('chain', ARRAY[pg_temp.s(1)], pg_temp.h(9), '{40}', '{40}', NULL, 60000, 0);
+-- an answer lost: the renewal with s2 committed, the client does not
+-- know it and offers s2 and s3 next; either way the lease is its
+SELECT renewed FROM snowflake_lease_renew(40, ARRAY[pg_temp.s(2)], pg_temp.h(3), 60000, :now_ms + 1000);
+SELECT renewed FROM snowflake_lease_renew(40, ARRAY[pg_temp.s(2), pg_temp.s(3)], pg_temp.h(4), 60000, :now_ms + 1000);
+SELECT renewed FROM snowflake_lease_renew(40, ARRAY[pg_temp.s(3)], pg_temp.h(9), 60000, :now_ms + 1000);
+-- a claim offering the current secret takes the same lease back
+SELECT node, generation FROM snowflake_lease_claim('chain', ARRAY[pg_temp.s(4)], pg_temp.h(5), '{40}', '{49}', NULL, 60000, :now_ms + 1000);
+SELECT count(*) AS leases_of_chain FROM snowflake_lease WHERE holder = 'chain';
+-- a release with the current secret, however low the end it gives: the
+-- horizon stays at or above the coordinator's clock, and no hash is kept
+SELECT snowflake_lease_release(40, ARRAY[pg_temp.s(5)], 0);
+SELECT horizon_ms >= (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 60000 AS not_below_clock,
+	   horizon_ms <= :now_ms + 1000 AS lowered, token_hash IS NULL AS no_hash
+  FROM snowflake_lease WHERE node = 40;
+SELECT snowflake_lease_release(40, ARRAY[pg_temp.s(5)], 0);
+-- the checks of proofs and next hashes
+SELECT * FROM snowflake_lease_claim('chain', NULL, pg_temp.h(6), '{40}', '{49}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('chain', '{}', NULL, '{40}', '{49}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('chain', '{}', '\x00', '{40}', '{49}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('chain', '{abc}', pg_temp.h(6), '{40}', '{49}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('chain', ARRAY[NULL::text], pg_temp.h(6), '{40}', '{49}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('chain', ARRAY[upper(repeat('ab', 16))], pg_temp.h(6), '{40}', '{49}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('chain', ARRAY[[pg_temp.s(6)]], pg_temp.h(6), '{40}', '{49}', NULL, 60000, 0);
+SELECT * FROM snowflake_lease_claim('chain', array_fill(pg_temp.s(6), ARRAY[9]), pg_temp.h(6), '{40}', '{49}', NULL, 60000, 0);
+SELECT count(*) FROM snowflake_lease_claim('chain', array_fill(pg_temp.s(6), ARRAY[8]), pg_temp.h(6), '{40}', '{49}', NULL, 60000, :now_ms);
+SELECT renewed FROM snowflake_lease_renew(40, ARRAY[pg_temp.s(6)], NULL, 60000, 0);
+SELECT renewed FROM snowflake_lease_renew(NULL, ARRAY[pg_temp.s(6)], pg_temp.h(7), 60000, 0);
+SELECT renewed FROM snowflake_lease_renew(40, ARRAY[pg_temp.s(6)], pg_temp.h(7), 499, 0);
+-- (typed: an untyped array literal would call 0.3.0's release, of a token)
+SELECT snowflake_lease_release(40, NULL::text[], 0);
+SELECT snowflake_lease_release(40, '{}'::text[], -1);
+SELECT snowflake_lease_release(40, '{}', 0);
+-- the table keeps the hash of the next secret only
+SELECT count(*) AS secrets_in_clear FROM snowflake_lease
+ WHERE position(decode(pg_temp.s(6), 'hex') IN coalesce(token_hash, '')) > 0 OR token_hash = pg_temp.h(6) AND node <> 40;
+SELECT node, token_hash = pg_temp.h(6) AS hash_of_next FROM snowflake_lease WHERE holder = 'chain';
+
 -- privileges: a fleet's role needs EXECUTE only; the table is not its to
 -- write, and a lease is its claimer's: another login role, even with the
 -- token, cannot renew or release it (SESSION AUTHORIZATION: the functions

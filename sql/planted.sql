@@ -147,6 +147,13 @@ SELECT node, generation, previous_horizon_ms
 								 NULL::int4, 5000::int4, 1000::int8);
 SELECT renewed, horizon_ms FROM sfp.snowflake_lease_renew(0::int4, repeat('5', 32)::text, 5000::int4, 2000::int8);
 SELECT sfp.snowflake_lease_release(0::int4, repeat('5', 32)::text, 1500::int8) AS released;
+-- and 0.4.0's, with the chain of secrets
+SELECT node, generation
+  FROM sfp.snowflake_lease_claim('chained'::text, '{}'::text[], sha256(decode(repeat('6', 32), 'hex')),
+								 '{0}'::int4[], '{3}'::int4[], NULL::int4, 5000::int4, 1000::int8);
+SELECT renewed FROM sfp.snowflake_lease_renew(0::int4, ARRAY[repeat('6', 32)]::text[],
+											  sha256(decode(repeat('7', 32), 'hex')), 5000::int4, 2000::int8);
+SELECT sfp.snowflake_lease_release(0::int4, ARRAY[repeat('7', 32)]::text[], 1500::int8) AS released;
 
 -- The offline conversion, dry run then for real.
 CREATE SCHEMA shop;

@@ -207,6 +207,32 @@ SELECT count(*) AS worker_id_1_free
 SELECT node, holder, generation, horizon_ms > 2000000 AS above_old_horizon, floor_ms
   FROM snowflake_lease ORDER BY node;
 
+-- Leases across the update from 0.3.0: a fleet's role granted 0.3.0's
+-- calls may call 0.4.0's; a 0.3.0 server's lease goes on with its token,
+-- by 0.3.0's calls; a released lease keeps no hash.
+DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake VERSION '0.3.0';
+CREATE ROLE regress_fleet_03;
+GRANT EXECUTE ON FUNCTION snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
+	snowflake_lease_renew(integer, text, integer, bigint),
+	snowflake_lease_release(integer, text, bigint) TO regress_fleet_03;
+SELECT node FROM snowflake_lease_claim('old', repeat('3', 32), '{1}', '{2}', NULL, 60000,
+									   (extract(epoch FROM now()) * 1000)::bigint);
+SELECT node FROM snowflake_lease_claim('gone', repeat('4', 32), '{1}', '{2}', NULL, 60000,
+									   (extract(epoch FROM now()) * 1000)::bigint);
+SELECT snowflake_lease_release(2, repeat('4', 32), 0);
+ALTER EXTENSION snowflake UPDATE;
+SELECT p.oid::regprocedure AS callable_by_the_fleet
+  FROM pg_proc p
+ WHERE p.proname LIKE 'snowflake\_lease\_%' AND has_function_privilege('regress_fleet_03', p.oid, 'EXECUTE')
+ ORDER BY 1::text;
+SELECT renewed FROM snowflake_lease_renew(1, repeat('3', 32), 60000, (extract(epoch FROM now()) * 1000)::bigint);
+SELECT node, token_hash IS NULL AS no_hash FROM snowflake_lease ORDER BY node;
+SELECT node FROM snowflake_lease_claim('new', '{}'::text[], sha256(decode(repeat('5', 32), 'hex')), '{1}', '{2}',
+									   NULL, 60000, (extract(epoch FROM now()) * 1000)::bigint);
+DROP OWNED BY regress_fleet_03;
+DROP ROLE regress_fleet_03;
+
 -- An online conversion begun under 0.3.0, across the update: the update
 -- marks its triggers, and it finishes (or would abort) as one begun now.
 DROP EXTENSION snowflake;

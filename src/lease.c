@@ -16,15 +16,19 @@
  * plus snowflake.lease_ttl_ms plus snowflake.mark_interval_ms.  The TTL
  * only decides when a worker id may move to another server.
  *
- * A lease belongs to this server by a secret: 128 random bits drawn when
- * the client starts, sent with every claim, renewal and release, and kept
- * nowhere else (the coordinator keeps a hash).  A claim carrying the
- * secret of a lease the coordinator still holds for us gets that lease
- * back: a claim of ours that committed after we gave up on its answer, or
- * our own lease that lapsed here while a late renewal kept it alive there.
- * Neither locks us out of our worker id for a TTL; we issued nothing under
- * the first, and the local high-water mark of the worker id keeps us above
- * what we issued under the second.
+ * A lease belongs to this server by a chain of secrets (leasechain.h):
+ * each claim and renewal proves a secret and registers the hash of the
+ * next one, drawn for it and kept nowhere else, so a secret seen on its
+ * way (a log, a packet capture) is spent once its call commits.  Each call
+ * offers the last few secrets, so that a call whose answer was lost, or a
+ * coordinator that lost its last commits (failover to an asynchronous
+ * standby), does not cost the lease.  A claim
+ * offering a secret of a lease the coordinator still holds for us gets
+ * that lease back: a claim of ours that committed after we gave up on its
+ * answer, or our own lease that lapsed here while a late renewal kept it
+ * alive there.  Neither locks us out of our worker id for a TTL; we issued
+ * nothing under the first, and the local high-water mark of the worker id
+ * keeps us above what we issued under the second.
  *
  * Nothing the coordinator answers is believed unchecked: a worker id
  * outside the ranges asked for or the layout, a generation that is not
@@ -96,6 +100,7 @@
 #include "config.h"
 #include "generator.h"
 #include "lease.h"
+#include "leasechain.h"
 #include "leaselog.h"
 #include "snowflake.h"
 
@@ -607,9 +612,6 @@ LeaseAwaitHorizon(int64 until_ms, const char *caller)
 #define LEASE_STATEMENT_TIMEOUT_MS(ttl)	(LEASE_QUERY_TIMEOUT_MS(ttl) * 3 / 4)
 #define LEASE_LOCK_TIMEOUT_MS(ttl)	(LEASE_QUERY_TIMEOUT_MS(ttl) / 2)
 
-/* A lease's secret: 128 random bits as 32 hexadecimal digits */
-#define LEASE_TOKEN_BYTES	16
-
 /* The client's own view of the lease it holds */
 typedef struct LeaseHeld
 {
@@ -638,7 +640,8 @@ static bool lease_releasing;	/* at shutdown, releasing the lease */
 static char *refusal_logged;	/* the last refused answer logged, or NULL */
 static char *logging_logged;	/* the last logging refusal logged, or NULL */
 static LeaseHeld held;
-static char lease_token[LEASE_TOKEN_BYTES * 2 + 1];
+static LeaseChain lease_chain;	/* the secrets of our lease */
+static bool lease_answer_lost;	/* the last call was sent, and not answered */
 static char *lease_holder;		/* this server, for the coordinator */
 static int	lease_nranges;		/* the range of worker ids */
 static int *lease_lows;
@@ -661,18 +664,26 @@ lease_retry_later(void)
 	held.renew_at_us = ClockMonotonicUs() + (int64) LEASE_RETRY_MS(snowflake_lease_ttl_ms) * 1000;
 }
 
-/* This client's secret, drawn once */
+/* The next secret, before a claim or a renewal */
 static void
-lease_new_token(void)
+lease_draw_secret(void)
 {
-	uint8		bytes[LEASE_TOKEN_BYTES];
-
-	if (!pg_strong_random(bytes, sizeof(bytes)))
+	if (!LeaseChainDraw(&lease_chain))
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not generate a random lease token")));
-	for (int i = 0; i < LEASE_TOKEN_BYTES; i++)
-		snprintf(lease_token + 2 * i, 3, "%02x", bytes[i]);
+				 errmsg("could not generate a random lease secret")));
+}
+
+/*
+ * After a claim or a renewal that was answered (rows, checked or not),
+ * the coordinator keeps the next secret's hash; after one sent and not
+ * answered, it may; after an error, it does not.
+ */
+static void
+lease_chain_after(bool answered)
+{
+	if (answered || lease_answer_lost)
+		LeaseChainSent(&lease_chain);
 }
 
 /*
@@ -800,8 +811,10 @@ lease_exec(const char *sql, int nparams, const char *const *params, int64 deadli
 	int			flushed;
 	char	   *reason;
 
+	lease_answer_lost = false;
 	if (!PQsendQueryParams(lease_conn, sql, nparams, NULL, params, NULL, NULL, 0))
 		goto broken;
+	lease_answer_lost = true;	/* until an answer comes */
 	while ((flushed = PQflush(lease_conn)) == 1)
 		if (!lease_wait_socket(PQsocket(lease_conn), WL_SOCKET_WRITEABLE, deadline))
 			goto broken;
@@ -823,8 +836,23 @@ lease_exec(const char *sql, int nparams, const char *const *params, int64 deadli
 		result = next;
 	}
 	if (result != NULL && PQresultStatus(result) == PGRES_TUPLES_OK)
+	{
+		lease_answer_lost = false;
 		return result;
+	}
+
+	/*
+	 * An error rolled the call back, unless the connection broke with it:
+	 * a backend terminated once the call committed ends with an error too.
+	 */
+	lease_answer_lost = PQstatus(lease_conn) == CONNECTION_BAD;
 	reason = lease_libpq_message(result != NULL ? PQresultErrorMessage(result) : "no result");
+
+	/* a coordinator of 0.3.0 has none of the calls of the chain of secrets */
+	if (result != NULL && PQresultErrorField(result, PG_DIAG_SQLSTATE) != NULL &&
+		strcmp(PQresultErrorField(result, PG_DIAG_SQLSTATE), "42883") == 0)
+		reason = psprintf("its snowflake extension is older than this server's %s; update it first "
+						  "(ALTER EXTENSION snowflake UPDATE): %s", SNOWFLAKE_VERSION, reason);
 	if (result != NULL)
 		PQclear(result);
 	lease_set_status(LEASE_REFUSED, reason);
@@ -1019,7 +1047,10 @@ lease_query(const char *sql, int nparams, const char *const *params)
 	if (lease_conn != NULL && lease_conn_ttl != snowflake_lease_ttl_ms)
 		lease_disconnect();
 	if (lease_conn == NULL && !lease_session_start(ClockMonotonicUs() + timeout_us))
+	{
+		lease_answer_lost = false;	/* (the call was not sent) */
 		return NULL;
+	}
 
 	/*
 	 * Before every call, not once per session: a reload of the
@@ -1028,7 +1059,10 @@ lease_query(const char *sql, int nparams, const char *const *params)
 	 * call's secret.)
 	 */
 	if (!lease_session_keeps_secrets(ClockMonotonicUs() + timeout_us))
+	{
+		lease_answer_lost = false;
 		return NULL;
+	}
 	LWLockAcquire(lease->lock, LW_EXCLUSIVE);
 	lease->requests++;
 	LWLockRelease(lease->lock);
@@ -1085,12 +1119,19 @@ lease_refuse_answer(const char *call, const char *problem)
 	lease_set_status(LEASE_REFUSED, reason);
 }
 
-/* The horizon to record now: the clock, a TTL and a mark interval ahead. */
+/*
+ * The horizon to record now: the clock, a TTL and a mark interval ahead;
+ * or, when a call waits for a farther one (ticks borrowed ahead of the
+ * clock), that one and a mark interval more.  Without the interval, a call
+ * that runs ahead of the clock would ask again for every tick it reaches,
+ * a commit on the coordinator per millisecond, and each horizon would be
+ * spent by the time it came back.
+ */
 static int64
 lease_wanted_horizon(void)
 {
 	return Max(ClockNowMs() + snowflake_lease_ttl_ms + snowflake_mark_interval_ms,
-			   (int64) pg_atomic_read_u64(&lease->need_horizon_ms));
+			   (int64) pg_atomic_read_u64(&lease->need_horizon_ms) + snowflake_mark_interval_ms);
 }
 
 /* A lease renewed (or claimed) by a request sent at sent_us is valid until this. */
@@ -1200,7 +1241,7 @@ lease_claim(void)
 	char		prefer[16];
 	char		ttl[16];
 	char		horizon[32];
-	const char *params[7];
+	const char *params[8];
 	int64		sent_us = ClockMonotonicUs();
 	int64		wanted = lease_wanted_horizon();
 	int32		last = held.node >= 0 ? held.node : GeneratorMarkWorkerNode();
@@ -1213,24 +1254,29 @@ lease_claim(void)
 	snprintf(prefer, sizeof(prefer), "%d", last);
 	snprintf(ttl, sizeof(ttl), "%d", snowflake_lease_ttl_ms);
 	snprintf(horizon, sizeof(horizon), INT64_FORMAT, wanted);
+	lease_draw_secret();
 	params[0] = lease_holder;
-	params[1] = lease_token;
-	params[2] = lease_lows_text;
-	params[3] = lease_highs_text;
-	params[4] = last >= 0 ? prefer : NULL;
-	params[5] = ttl;
-	params[6] = horizon;
+	params[1] = LeaseChainOffered(&lease_chain);
+	params[2] = lease_chain.next_hash;
+	params[3] = lease_lows_text;
+	params[4] = lease_highs_text;
+	params[5] = last >= 0 ? prefer : NULL;
+	params[6] = ttl;
+	params[7] = horizon;
 	res = lease_query("SELECT node, generation, previous_horizon_ms, horizon_ms, expires_at "
-					  "FROM %s.snowflake_lease_claim($1::pg_catalog.text, $2::pg_catalog.text, "
-					  "$3::pg_catalog.int4[], $4::pg_catalog.int4[], $5::pg_catalog.int4, "
-					  "$6::pg_catalog.int4, $7::pg_catalog.int8)",
-					  7, params);
+					  "FROM %s.snowflake_lease_claim($1::pg_catalog.text, $2::pg_catalog.text[], "
+					  "$3::pg_catalog.bytea, $4::pg_catalog.int4[], $5::pg_catalog.int4[], "
+					  "$6::pg_catalog.int4, $7::pg_catalog.int4, $8::pg_catalog.int8)",
+					  8, params);
+	lease_chain_after(res != NULL);
 	if (res == NULL)
 		return false;
 	lease_renew_from(sent_us);
 	if (PQntuples(res) == 0 && PQnfields(res) == 5)
 	{
+		/* none of our secrets holds a lease there (it would be back) */
 		PQclear(res);
+		LeaseChainForget(&lease_chain);
 		lease_set_status(LEASE_NONE_FREE, "every worker id of the range is leased");
 		return true;
 	}
@@ -1269,7 +1315,7 @@ lease_renew(void)
 	char		node[16];
 	char		ttl[16];
 	char		horizon[32];
-	const char *params[4];
+	const char *params[5];
 	int64		sent_us = ClockMonotonicUs();
 	int64		wanted = lease_wanted_horizon();
 	int64		renewed_horizon;
@@ -1278,14 +1324,17 @@ lease_renew(void)
 	snprintf(node, sizeof(node), "%d", held.node);
 	snprintf(ttl, sizeof(ttl), "%d", snowflake_lease_ttl_ms);
 	snprintf(horizon, sizeof(horizon), INT64_FORMAT, wanted);
+	lease_draw_secret();
 	params[0] = node;
-	params[1] = lease_token;
-	params[2] = ttl;
-	params[3] = horizon;
+	params[1] = LeaseChainOffered(&lease_chain);
+	params[2] = lease_chain.next_hash;
+	params[3] = ttl;
+	params[4] = horizon;
 	res = lease_query("SELECT renewed, horizon_ms, expires_at "
-					  "FROM %s.snowflake_lease_renew($1::pg_catalog.int4, $2::pg_catalog.text, "
-					  "$3::pg_catalog.int4, $4::pg_catalog.int8)",
-					  4, params);
+					  "FROM %s.snowflake_lease_renew($1::pg_catalog.int4, $2::pg_catalog.text[], "
+					  "$3::pg_catalog.bytea, $4::pg_catalog.int4, $5::pg_catalog.int8)",
+					  5, params);
+	lease_chain_after(res != NULL);
 	if (res == NULL)
 		return false;
 	if (PQntuples(res) != 1 || PQnfields(res) != 3 ||
@@ -1300,6 +1349,7 @@ lease_renew(void)
 	if (strcmp(PQgetvalue(res, 0, 0), "f") == 0)
 	{
 		PQclear(res);
+		LeaseChainForget(&lease_chain);
 		(void) lease_drop(LEASE_LOST, "the coordinator no longer renews this server's lease");
 		ereport(LOG,
 				(errmsg("snowflake worker id %d lost: the coordinator no longer renews its lease (generation " INT64_FORMAT ")",
@@ -1337,17 +1387,26 @@ lease_release(void)
 	snprintf(node, sizeof(node), "%d", held.node);
 	snprintf(end_text, sizeof(end_text), INT64_FORMAT, end);
 	params[0] = node;
-	params[1] = lease_token;
+	params[1] = LeaseChainOffered(&lease_chain);
 	params[2] = end_text;
 	lease_releasing = true;		/* let the calls run, within their timeout */
-	res = lease_query("SELECT %s.snowflake_lease_release($1::pg_catalog.int4, $2::pg_catalog.text, "
+	res = lease_query("SELECT %s.snowflake_lease_release($1::pg_catalog.int4, $2::pg_catalog.text[], "
 					  "$3::pg_catalog.int8)",
 					  3, params);
-	if (res != NULL)
+	if (res != NULL && PQntuples(res) == 1 && PQnfields(res) == 1 &&
+		strcmp(PQgetvalue(res, 0, 0), "t") == 0)
 	{
 		ereport(LOG,
 				(errmsg("snowflake worker id %d released, its ids ending at %s",
 						held.node, SnowflakeFormatMs(end))));
+		PQclear(res);
+	}
+	else if (res != NULL)
+	{
+		/* (or a release whose answer was lost, offered again) */
+		ereport(LOG,
+				(errmsg("snowflake worker id %d not released: the coordinator no longer knows its lease",
+						held.node)));
 		PQclear(res);
 	}
 	else
@@ -1437,7 +1496,7 @@ lease_client_start(void)
 
 	memset(&held, 0, sizeof(held));
 	held.node = -1;
-	lease_new_token();
+	LeaseChainForget(&lease_chain);
 	trouble_logged = false;
 }
 

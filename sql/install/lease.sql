@@ -10,14 +10,34 @@
 -- floor_ms is that value, kept so that a release never lowers the horizon
 -- below what an earlier holder issued.
 --
--- A lease belongs to its holder.  The claim carries a secret that the
--- holder's lease client drew at random when it started (128 bits, as 32
--- hexadecimal digits), and the row keeps only its SHA-256 (token_hash) and the role
--- that claimed it (claimed_by).  Renewing or releasing takes the same
--- secret and the same role.  So another caller, even one that may execute
--- these functions, can claim a free worker id (a denial of service, which
--- snowflake.lease_worker_ids and separate coordinators bound) but can
--- neither renew, release nor learn anything of a lease that is not its own.
+-- A lease belongs to its holder, by a chain of secrets.  The row keeps the
+-- SHA-256 of the holder's current secret (token_hash) and the role that
+-- claimed it (claimed_by); a secret is 128 random bits, as 32 hexadecimal
+-- digits, drawn by the holder's lease client for one call.  Each claim and
+-- renewal proves a secret and registers the hash of the next one; a
+-- release proves one and registers none.  So a secret read where a call
+-- went (a log, a packet capture, a pooler) is spent by the time anyone
+-- reads it: once that call commits, the row asks for the next secret,
+-- which has crossed no wire.  The client's calls offer its last secrets
+-- (up to 8), of which the row holds the hash of one: a call whose answer
+-- was lost may have committed or not, and a coordinator may lose its last
+-- commits (an asynchronous standby promoted).  Only a call that failed, or
+-- commits lost that way, leave a secret that was sent good, until the
+-- holder's next call; the lease client sends no secret to a session that
+-- would log it (see src/leasechain.h and src/leaselog.c).  A release
+-- records the holder's end, never a horizon below the coordinator's
+-- clock: whoever releases, the holder issued nothing above its clock.
+--
+-- Another caller, even one that may execute the functions, can claim a
+-- free worker id (a denial of service, which snowflake.lease_worker_ids,
+-- the table's bound of 65536 rows and separate coordinators limit) but
+-- can neither renew, release nor learn anything of a lease that is not its
+-- own.
+--
+-- 0.3.0's lease client sent one secret, drawn when it started, with every
+-- call: its three functions are kept, for a fleet's servers not updated
+-- yet (a coordinator is updated first), and share the code of 0.4.0's.
+-- Their secrets stay good as long as their holder runs.
 CREATE TABLE snowflake_lease (
 	node integer PRIMARY KEY CHECK (node >= 0),
 	generation bigint NOT NULL CHECK (generation > 0),
@@ -44,31 +64,24 @@ REVOKE ALL ON snowflake_lease FROM PUBLIC;
 GRANT SELECT (node, generation, holder, expires_at, horizon_ms, floor_ms, claimed_at,
 			  renewed_at, released_at, claimed_by) ON snowflake_lease TO pg_monitor;
 
--- The checks every lease call makes of its arguments, and the hash of the
--- holder's secret, which is all the table keeps of it.  Internal to the
--- three functions below.  The bounds: a TTL within those of
+-- The bounds every claim and renewal checks: a TTL within those of
 -- snowflake.lease_ttl_ms (500 ms to 10 min); a horizon no further than the
 -- TTL plus 5 minutes past this server's clock.  A holder asks for its own
 -- clock plus the TTL plus snowflake.mark_interval_ms (at most 1 min), or,
--- for borrowed ticks, at most snowflake.max_borrow_ms (1 min) ahead; that
+-- for borrowed ticks, the tick (at most snowflake.max_borrow_ms, 1 min,
+-- ahead) plus a mark interval; that
 -- leaves 3 minutes for the clocks of a holder and of the coordinator to
 -- disagree, and no caller can fence a worker id off for longer than the
--- bound.  NULL ttl_ms and horizon_ms are not checked (a release has
--- neither).  STABLE (it reads the clock), PARALLEL SAFE, and not STRICT: a
--- NULL token is an error.
-CREATE FUNCTION _snowflake_lease_check(token text, ttl_ms integer, horizon_ms bigint)
-RETURNS bytea
+-- bound.  NULLs are not checked (a release has neither).  STABLE (it reads
+-- the clock), PARALLEL SAFE.
+CREATE FUNCTION _snowflake_lease_bounds(ttl_ms integer, horizon_ms bigint)
+RETURNS void
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	now_ms bigint := (extract(epoch FROM statement_timestamp()) * 1000)::bigint;
 BEGIN
-	IF token IS NULL OR token !~ '^[0-9a-f]{32}$' THEN
-		RAISE EXCEPTION 'invalid lease token'
-			USING ERRCODE = 'invalid_parameter_value',
-				  DETAIL = 'A lease token is 32 lower-case hexadecimal digits, drawn at random by the lease client.';
-	END IF;
 	IF ttl_ms NOT BETWEEN 500 AND 600000 THEN
 		RAISE EXCEPTION 'time to live % ms is out of range', ttl_ms
 			USING ERRCODE = 'invalid_parameter_value',
@@ -80,22 +93,75 @@ BEGIN
 				  DETAIL = format('A horizon lies from 0 to the time to live plus 300000 ms past the coordinator''s clock, %s.', now_ms),
 				  HINT = 'Check that the clocks of the issuing server and of the coordinator agree.';
 	END IF;
+END
+$$;
+
+COMMENT ON FUNCTION _snowflake_lease_bounds(integer, bigint) IS
+'internal to the lease functions: checks a time to live and a horizon';
+
+-- The proofs of a call (the secrets it offers, none for a first claim)
+-- and the hash of the next secret it registers: returns the hashes of the
+-- proofs, which is all the table keeps of a secret.  A next hash is 32
+-- bytes (SHA-256); NULL is a release's.  Not STRICT: NULL proofs are an
+-- error.  IMMUTABLE would be true, but it raises errors of its arguments
+-- only; STABLE like its neighbours.
+CREATE FUNCTION _snowflake_lease_proofs(proofs text[], next_hash bytea)
+RETURNS bytea[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF proofs IS NULL OR cardinality(proofs) > 8 OR array_ndims(proofs) > 1 OR
+	   EXISTS (SELECT FROM unnest(proofs) p WHERE p IS NULL OR p !~ '^[0-9a-f]{32}$') THEN
+		RAISE EXCEPTION 'invalid lease proofs'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A call offers up to 8 secrets, each 32 lower-case hexadecimal digits drawn at random by the lease client.';
+	END IF;
+	IF length(next_hash) <> 32 THEN
+		RAISE EXCEPTION 'invalid next hash'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'The hash of the next secret is its SHA-256, 32 bytes.';
+	END IF;
+	RETURN ARRAY(SELECT sha256(decode(p, 'hex')) FROM unnest(proofs) p);
+END
+$$;
+
+COMMENT ON FUNCTION _snowflake_lease_proofs(text[], bytea) IS
+'internal to the lease functions: checks the secrets a call offers, returns their hashes';
+
+-- 0.3.0's check of a call's one secret, TTL and horizon; returns the
+-- secret's hash.
+CREATE FUNCTION _snowflake_lease_check(token text, ttl_ms integer, horizon_ms bigint)
+RETURNS bytea
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+BEGIN
+	IF token IS NULL OR token !~ '^[0-9a-f]{32}$' THEN
+		RAISE EXCEPTION 'invalid lease token'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A lease token is 32 lower-case hexadecimal digits, drawn at random by the lease client.';
+	END IF;
+	EXECUTE format('SELECT %I._snowflake_lease_bounds($1::pg_catalog.int4, $2::pg_catalog.int8)', ext)
+		USING ttl_ms, horizon_ms;
 	RETURN sha256(decode(token, 'hex'));
 END
 $$;
 
 COMMENT ON FUNCTION _snowflake_lease_check(text, integer, bigint) IS
-'internal to the lease functions: checks their arguments, returns the hash of the token';
+'internal to 0.3.0''s lease functions: checks their arguments, returns the hash of the token';
 
--- The functions are SECURITY DEFINER, so that an issuing server's role needs
--- only EXECUTE on them, not write access to the table; with a fixed
--- search_path, and the table found through the extension's schema (the
--- extension is relocatable), so a caller's search_path cannot hijack them.
--- VOLATILE (they write), PARALLEL UNSAFE (they write), not STRICT where a
--- NULL has a meaning (prefer).
-CREATE FUNCTION snowflake_lease_claim(
+-- What a claim does, once its secrets are hashed (hashes: those of the
+-- proofs; next_hash: what the row keeps).  Internal: run by the SECURITY
+-- DEFINER claims below, as the extension's owner; session_user is still
+-- the caller's login.
+CREATE FUNCTION _snowflake_lease_take(
 	holder text,
-	token text,
+	hashes bytea[],
+	next_hash bytea,
 	lows integer[],
 	highs integer[],
 	prefer integer,
@@ -107,7 +173,7 @@ CREATE FUNCTION snowflake_lease_claim(
 	OUT horizon_ms bigint,
 	OUT expires_at timestamptz)
 RETURNS SETOF record
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER ROWS 1
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 1
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -115,13 +181,13 @@ DECLARE
 	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
 				  WHERE e.extname = 'snowflake');
 	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
-	hash bytea;
 	candidate integer;
 	stored record;
 	wanted bigint := wanted_horizon_ms;
 	room boolean;
 BEGIN
-	IF holder IS NULL OR token IS NULL OR lows IS NULL OR highs IS NULL OR ttl_ms IS NULL OR wanted IS NULL THEN
+	IF holder IS NULL OR hashes IS NULL OR next_hash IS NULL OR lows IS NULL OR highs IS NULL OR
+	   ttl_ms IS NULL OR wanted IS NULL THEN
 		RAISE EXCEPTION 'only prefer may be NULL'
 			USING ERRCODE = 'null_value_not_allowed';
 	END IF;
@@ -137,11 +203,11 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  DETAIL = 'lows and highs are the ends of 1 to 1024 ranges, as many of each, each low from 0 to its high.';
 	END IF;
-	EXECUTE format('SELECT %I._snowflake_lease_check($1::pg_catalog.text, $2::pg_catalog.int4, $3::pg_catalog.int8)', ext)
-		INTO hash USING token, ttl_ms, wanted;
+	EXECUTE format('SELECT %I._snowflake_lease_bounds($1::pg_catalog.int4, $2::pg_catalog.int8)', ext)
+		USING ttl_ms, wanted;
 
-	-- The same holder again with the same secret: a claim of its that
-	-- committed but whose answer never reached it (a timeout, a
+	-- The same holder again with a secret of its lease: a claim of its
+	-- that committed but whose answer never reached it (a timeout, a
 	-- coordinator frozen and woken), or its own lease that lapsed on its
 	-- side while a late renewal kept it alive here.  It gets it back,
 	-- renewed, with the horizon the holder before it left, rather than
@@ -149,14 +215,16 @@ BEGIN
 	-- the first, and keeps above what it issued under the second by its
 	-- own high-water mark of the worker id.
 	EXECUTE format($q$
-		UPDATE %s
-		   SET expires_at = now() + $2 * interval '1 ms',
-		       horizon_ms = greatest(horizon_ms, $3), renewed_at = now()
-		 WHERE token_hash = $1 AND claimed_by = session_user AND released_at IS NULL
+		UPDATE %1$s
+		   SET expires_at = now() + $3 * interval '1 ms',
+		       horizon_ms = greatest(horizon_ms, $4), renewed_at = now(), token_hash = $2
+		 WHERE node = (SELECT min(l.node) FROM %1$s l
+						WHERE l.token_hash = ANY ($1) AND l.claimed_by = session_user
+						  AND l.released_at IS NULL)
 		RETURNING node, generation, floor_ms, horizon_ms, expires_at
 		$q$, tbl)
 		INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
-		USING hash, ttl_ms, wanted;
+		USING hashes, next_hash, ttl_ms, wanted;
 	IF node IS NOT NULL THEN
 		RETURN NEXT;
 		RETURN;
@@ -221,11 +289,7 @@ BEGIN
 			RETURN;				-- every worker id of the ranges is leased
 		END IF;
 
-		-- take it under its row lock; another claimer may be quicker.
-		-- (A released lease of this secret gives the secret up first: the
-		-- secret holds one lease at a time.)
-		EXECUTE format('UPDATE %s SET token_hash = NULL WHERE token_hash = $1 AND released_at IS NOT NULL', tbl)
-			USING hash;
+		-- take it under its row lock; another claimer may be quicker
 		EXECUTE format('SELECT horizon_ms, expires_at FROM %s WHERE node = $1 FOR UPDATE', tbl)
 			INTO stored USING candidate;
 		IF stored IS NULL THEN
@@ -237,7 +301,7 @@ BEGIN
 				RETURNING node, generation, 0::bigint, horizon_ms, expires_at
 				$q$, tbl)
 				INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
-				USING candidate, holder, ttl_ms, wanted, hash;
+				USING candidate, holder, ttl_ms, wanted, next_hash;
 		ELSIF stored.expires_at <= now() THEN
 			EXECUTE format($q$
 				UPDATE %s
@@ -250,7 +314,7 @@ BEGIN
 				RETURNING node, generation, floor_ms, horizon_ms, expires_at
 				$q$, tbl)
 				INTO node, generation, previous_horizon_ms, horizon_ms, expires_at
-				USING candidate, holder, ttl_ms, wanted, hash;
+				USING candidate, holder, ttl_ms, wanted, next_hash;
 		ELSE
 			node := NULL;		-- taken meanwhile: look again
 		END IF;
@@ -262,8 +326,224 @@ BEGIN
 END
 $$;
 
+COMMENT ON FUNCTION _snowflake_lease_take(text, bytea[], bytea, integer[], integer[], integer, integer, bigint) IS
+'internal to the lease claims: takes back the lease of one of the hashes, or a free worker id, keeping next_hash';
+
+-- What a renewal does: only the holder's secret and role renew it, lapsed
+-- or not (a lapsed lease nobody claimed is still its holder's); anyone
+-- else learns nothing, not even whether the row exists.  Internal, as
+-- _snowflake_lease_take.
+CREATE FUNCTION _snowflake_lease_extend(
+	node integer,
+	hashes bytea[],
+	next_hash bytea,
+	ttl_ms integer,
+	wanted_horizon_ms bigint,
+	OUT renewed boolean,
+	OUT horizon_ms bigint,
+	OUT expires_at timestamptz)
+RETURNS record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
+BEGIN
+	IF $1 IS NULL OR hashes IS NULL OR next_hash IS NULL OR ttl_ms IS NULL OR wanted_horizon_ms IS NULL THEN
+		RAISE EXCEPTION 'no argument may be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	EXECUTE format('SELECT %I._snowflake_lease_bounds($1::pg_catalog.int4, $2::pg_catalog.int8)', ext)
+		USING ttl_ms, wanted_horizon_ms;
+	EXECUTE format($q$
+		UPDATE %s
+		   SET expires_at = now() + $4 * interval '1 ms',
+		       horizon_ms = greatest(horizon_ms, $5), renewed_at = now(), token_hash = $3
+		 WHERE node = $1 AND token_hash = ANY ($2) AND claimed_by = session_user AND released_at IS NULL
+		RETURNING true, horizon_ms, expires_at
+		$q$, tbl)
+		INTO renewed, horizon_ms, expires_at
+		USING $1, hashes, next_hash, ttl_ms, wanted_horizon_ms;
+	renewed := coalesce(renewed, false);
+END
+$$;
+
+COMMENT ON FUNCTION _snowflake_lease_extend(integer, bytea[], bytea, integer, bigint) IS
+'internal to the lease renewals: renews the lease held by one of the hashes, keeping next_hash';
+
+-- What a release does: the holder's ids all lie below end_ms, so their
+-- exact end may lower the horizon, but never below what an earlier holder
+-- issued (floor_ms), nor below the coordinator's clock (what the holder
+-- may have issued by now, whoever calls), and never raise it.  The row
+-- keeps no hash: a released lease is nobody's.  Internal, as
+-- _snowflake_lease_take.
+CREATE FUNCTION _snowflake_lease_end(node integer, hashes bytea[], end_ms bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
+	released boolean;
+BEGIN
+	IF $1 IS NULL OR hashes IS NULL OR end_ms IS NULL THEN
+		RAISE EXCEPTION 'no argument may be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF end_ms < 0 THEN
+		RAISE EXCEPTION 'invalid release'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'The end of a release''s ids is a time in milliseconds, from 0.';
+	END IF;
+	EXECUTE format($q$
+		UPDATE %s
+		   SET expires_at = now(), released_at = now(), token_hash = NULL,
+		       horizon_ms = greatest(floor_ms,
+									 least(horizon_ms,
+										   greatest($3, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)))
+		 WHERE node = $1 AND token_hash = ANY ($2) AND claimed_by = session_user AND released_at IS NULL
+		RETURNING true
+		$q$, tbl)
+		INTO released USING $1, hashes, end_ms;
+	RETURN coalesce(released, false);
+END
+$$;
+
+COMMENT ON FUNCTION _snowflake_lease_end(integer, bytea[], bigint) IS
+'internal to the lease releases: releases the lease held by one of the hashes';
+
+-- The calls of the issuing servers.  SECURITY DEFINER, so that an issuing
+-- server's role needs only EXECUTE on them, not write access to the
+-- table; with a fixed search_path, and the functions found through the
+-- extension's schema (the extension is relocatable), so a caller's
+-- search_path cannot hijack them.  VOLATILE (they write), PARALLEL UNSAFE
+-- (they write), not STRICT where a NULL has a meaning (prefer).
+CREATE FUNCTION snowflake_lease_claim(
+	holder text,
+	proofs text[],
+	next_hash bytea,
+	lows integer[],
+	highs integer[],
+	prefer integer,
+	ttl_ms integer,
+	wanted_horizon_ms bigint,
+	OUT node integer,
+	OUT generation bigint,
+	OUT previous_horizon_ms bigint,
+	OUT horizon_ms bigint,
+	OUT expires_at timestamptz)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER ROWS 1
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	hashes bytea[];
+BEGIN
+	EXECUTE format('SELECT %I._snowflake_lease_proofs($1::pg_catalog.text[], $2::pg_catalog.bytea)', ext)
+		INTO hashes USING proofs, coalesce(next_hash, ''::pg_catalog.bytea);
+	RETURN QUERY EXECUTE format(
+		'SELECT * FROM %I._snowflake_lease_take($1::pg_catalog.text, $2::pg_catalog.bytea[], $3::pg_catalog.bytea, '
+		'$4::pg_catalog.int4[], $5::pg_catalog.int4[], $6::pg_catalog.int4, $7::pg_catalog.int4, $8::pg_catalog.int8)', ext)
+		USING holder, hashes, next_hash, lows, highs, prefer, ttl_ms, wanted_horizon_ms;
+END
+$$;
+
+COMMENT ON FUNCTION snowflake_lease_claim(text, text[], bytea, integer[], integer[], integer, integer, bigint) IS
+'claim a free worker id among the ranges, or take back the lease of one of the proofs; next_hash is the hash of the secret of the next call; no row if none is free';
+
+CREATE FUNCTION snowflake_lease_renew(
+	node integer,
+	proofs text[],
+	next_hash bytea,
+	ttl_ms integer,
+	wanted_horizon_ms bigint,
+	OUT renewed boolean,
+	OUT horizon_ms bigint,
+	OUT expires_at timestamptz)
+RETURNS record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	hashes bytea[];
+BEGIN
+	EXECUTE format('SELECT %I._snowflake_lease_proofs($1::pg_catalog.text[], $2::pg_catalog.bytea)', ext)
+		INTO hashes USING proofs, coalesce(next_hash, ''::pg_catalog.bytea);
+	EXECUTE format('SELECT * FROM %I._snowflake_lease_extend($1::pg_catalog.int4, $2::pg_catalog.bytea[], '
+				   '$3::pg_catalog.bytea, $4::pg_catalog.int4, $5::pg_catalog.int8)', ext)
+		INTO renewed, horizon_ms, expires_at
+		USING $1, hashes, next_hash, ttl_ms, wanted_horizon_ms;
+END
+$$;
+
+COMMENT ON FUNCTION snowflake_lease_renew(integer, text[], bytea, integer, bigint) IS
+'renew the lease held by one of the proofs, recording a horizon at least that far; next_hash is the hash of the secret of the next call; renewed is false otherwise';
+
+CREATE FUNCTION snowflake_lease_release(node integer, proofs text[], end_ms bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	hashes bytea[];
+	released boolean;
+BEGIN
+	EXECUTE format('SELECT %I._snowflake_lease_proofs($1::pg_catalog.text[], NULL::pg_catalog.bytea)', ext)
+		INTO hashes USING proofs;
+	EXECUTE format('SELECT %I._snowflake_lease_end($1::pg_catalog.int4, $2::pg_catalog.bytea[], $3::pg_catalog.int8)', ext)
+		INTO released USING $1, hashes, end_ms;
+	RETURN released;
+END
+$$;
+
+COMMENT ON FUNCTION snowflake_lease_release(integer, text[], bigint) IS
+'release the lease held by one of the proofs, with the exact end of its ids; false otherwise';
+
+-- 0.3.0's calls, one secret for the holder's life (see the top): the same
+-- code, with the secret's hash as both the proof and the next hash.
+CREATE FUNCTION snowflake_lease_claim(
+	holder text,
+	token text,
+	lows integer[],
+	highs integer[],
+	prefer integer,
+	ttl_ms integer,
+	wanted_horizon_ms bigint,
+	OUT node integer,
+	OUT generation bigint,
+	OUT previous_horizon_ms bigint,
+	OUT horizon_ms bigint,
+	OUT expires_at timestamptz)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER ROWS 1
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+				  WHERE e.extname = 'snowflake');
+	hash bytea;
+BEGIN
+	EXECUTE format('SELECT %I._snowflake_lease_check($1::pg_catalog.text, $2::pg_catalog.int4, $3::pg_catalog.int8)', ext)
+		INTO hash USING token, ttl_ms, wanted_horizon_ms;
+	RETURN QUERY EXECUTE format(
+		'SELECT * FROM %I._snowflake_lease_take($1::pg_catalog.text, $2::pg_catalog.bytea[], $3::pg_catalog.bytea, '
+		'$4::pg_catalog.int4[], $5::pg_catalog.int4[], $6::pg_catalog.int4, $7::pg_catalog.int4, $8::pg_catalog.int8)', ext)
+		USING holder, ARRAY[hash], hash, lows, highs, prefer, ttl_ms, wanted_horizon_ms;
+END
+$$;
+
 COMMENT ON FUNCTION snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint) IS
-'claim a free worker id among the ranges, held by the secret token: prefer it if free, else the lowest free; no row if none is';
+'0.3.0''s claim, for issuing servers not updated yet: its token stays good while its holder runs';
 
 CREATE FUNCTION snowflake_lease_renew(
 	node integer,
@@ -278,36 +558,21 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	-- the extension's schema, wherever it is now, and the table in it
 	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
 				  WHERE e.extname = 'snowflake');
-	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
 	hash bytea;
 BEGIN
-	IF $1 IS NULL OR token IS NULL OR ttl_ms IS NULL OR wanted_horizon_ms IS NULL THEN
-		RAISE EXCEPTION 'no argument may be NULL'
-			USING ERRCODE = 'null_value_not_allowed';
-	END IF;
 	EXECUTE format('SELECT %I._snowflake_lease_check($1::pg_catalog.text, $2::pg_catalog.int4, $3::pg_catalog.int8)', ext)
 		INTO hash USING token, ttl_ms, wanted_horizon_ms;
-	-- only the holder's secret and role renew it, lapsed or not (a lapsed
-	-- lease nobody claimed is still its holder's); anyone else learns
-	-- nothing, not even whether the row exists
-	EXECUTE format($q$
-		UPDATE %s
-		   SET expires_at = now() + $3 * interval '1 ms',
-		       horizon_ms = greatest(horizon_ms, $4), renewed_at = now()
-		 WHERE node = $1 AND token_hash = $2 AND claimed_by = session_user AND released_at IS NULL
-		RETURNING true, horizon_ms, expires_at
-		$q$, tbl)
+	EXECUTE format('SELECT * FROM %I._snowflake_lease_extend($1::pg_catalog.int4, $2::pg_catalog.bytea[], '
+				   '$3::pg_catalog.bytea, $4::pg_catalog.int4, $5::pg_catalog.int8)', ext)
 		INTO renewed, horizon_ms, expires_at
-		USING $1, hash, ttl_ms, wanted_horizon_ms;
-	renewed := coalesce(renewed, false);
+		USING $1, ARRAY[hash], hash, ttl_ms, wanted_horizon_ms;
 END
 $$;
 
 COMMENT ON FUNCTION snowflake_lease_renew(integer, text, integer, bigint) IS
-'renew the lease held by this secret token, recording a horizon at least that far; renewed is false otherwise';
+'0.3.0''s renewal, for issuing servers not updated yet: its token stays good while its holder runs';
 
 CREATE FUNCTION snowflake_lease_release(node integer, token text, end_ms bigint)
 RETURNS boolean
@@ -315,46 +580,37 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	-- the extension's schema, wherever it is now, and the table in it
 	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
 				  WHERE e.extname = 'snowflake');
-	tbl regclass := format('%I.snowflake_lease', ext)::regclass;
 	hash bytea;
 	released boolean;
 BEGIN
-	IF $1 IS NULL OR token IS NULL OR end_ms IS NULL THEN
-		RAISE EXCEPTION 'no argument may be NULL'
-			USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF end_ms < 0 THEN
-		RAISE EXCEPTION 'invalid release'
-			USING ERRCODE = 'invalid_parameter_value',
-				  DETAIL = 'The end of a release''s ids is a time in milliseconds, from 0.';
-	END IF;
 	EXECUTE format('SELECT %I._snowflake_lease_check($1::pg_catalog.text, NULL::pg_catalog.int4, NULL::pg_catalog.int8)', ext)
 		INTO hash USING token;
-	-- the holder's ids all lie below end_ms: their exact end may lower the
-	-- horizon, never below what an earlier holder issued, and never raise it
-	EXECUTE format($q$
-		UPDATE %s
-		   SET expires_at = now(), released_at = now(),
-		       horizon_ms = greatest(floor_ms, least(horizon_ms, $3))
-		 WHERE node = $1 AND token_hash = $2 AND claimed_by = session_user AND released_at IS NULL
-		RETURNING true
-		$q$, tbl)
-		INTO released USING $1, hash, end_ms;
-	RETURN coalesce(released, false);
+	EXECUTE format('SELECT %I._snowflake_lease_end($1::pg_catalog.int4, $2::pg_catalog.bytea[], $3::pg_catalog.int8)', ext)
+		INTO released USING $1, ARRAY[hash], end_ms;
+	RETURN released;
 END
 $$;
 
 COMMENT ON FUNCTION snowflake_lease_release(integer, text, bigint) IS
-'release the lease held by this secret token, with the exact end of its ids; false otherwise';
+'0.3.0''s release, for issuing servers not updated yet: its token stays good while its holder runs';
 
--- Issuing servers connect with a role granted EXECUTE on these three:
---   GRANT EXECUTE ON FUNCTION snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
---     snowflake_lease_renew(integer, text, integer, bigint),
---     snowflake_lease_release(integer, text, bigint) TO snowflake_fleet;
-REVOKE ALL ON FUNCTION _snowflake_lease_check(text, integer, bigint),
+-- Issuing servers connect with a role granted EXECUTE on the three calls
+-- (README, "Running many servers"):
+--   GRANT EXECUTE ON FUNCTION
+--     snowflake_lease_claim(text, text[], bytea, integer[], integer[], integer, integer, bigint),
+--     snowflake_lease_renew(integer, text[], bytea, integer, bigint),
+--     snowflake_lease_release(integer, text[], bigint) TO snowflake_fleet;
+REVOKE ALL ON FUNCTION _snowflake_lease_bounds(integer, bigint),
+	_snowflake_lease_proofs(text[], bytea),
+	_snowflake_lease_check(text, integer, bigint),
+	_snowflake_lease_take(text, bytea[], bytea, integer[], integer[], integer, integer, bigint),
+	_snowflake_lease_extend(integer, bytea[], bytea, integer, bigint),
+	_snowflake_lease_end(integer, bytea[], bigint),
+	snowflake_lease_claim(text, text[], bytea, integer[], integer[], integer, integer, bigint),
+	snowflake_lease_renew(integer, text[], bytea, integer, bigint),
+	snowflake_lease_release(integer, text[], bigint),
 	snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
 	snowflake_lease_renew(integer, text, integer, bigint),
 	snowflake_lease_release(integer, text, bigint) FROM PUBLIC;

@@ -64,8 +64,8 @@ my $attack_script = "$dir/attack.sql";
 {
 	open(my $fh, '>', $attack_script) or die $!;
 	print $fh <<'SQL';
-INSERT INTO attack_log SELECT 'release', snowflake_lease_release(5, md5(random()::text), 0), false;
-INSERT INTO attack_log SELECT 'renew', renewed, horizon_ms IS NOT NULL OR expires_at IS NOT NULL FROM snowflake_lease_renew(5, md5(random()::text), 500, 0);
+INSERT INTO attack_log SELECT 'release', snowflake_lease_release(5, ARRAY[md5(random()::text)], 0), false;
+INSERT INTO attack_log SELECT 'renew', renewed, horizon_ms IS NOT NULL OR expires_at IS NOT NULL FROM snowflake_lease_renew(5, ARRAY[md5(random()::text)], sha256(md5(random()::text)::bytea), 500, 0);
 SQL
 	close($fh);
 }
@@ -108,11 +108,11 @@ is($coordinator->safe_psql('postgres', q{SELECT generation, holder ~ (':' || } .
 		chomp $out;
 		return $out;
 	};
-	is($as_fleet->(q{SELECT renewed, horizon_ms IS NULL, expires_at IS NULL FROM snowflake_lease_renew(5, repeat('0', 32), 60000, 0)}),
+	is($as_fleet->(q{SELECT renewed, horizon_ms IS NULL, expires_at IS NULL FROM snowflake_lease_renew(5, ARRAY[repeat('0', 32)], sha256('x'), 60000, 0)}),
 		'f|t|t', 'a guessed token renews nothing and learns nothing');
-	is($as_fleet->(q{SELECT snowflake_lease_release(5, md5('guess'), 0)}),
+	is($as_fleet->(q{SELECT snowflake_lease_release(5, ARRAY[md5('guess')], 0)}),
 		'f', 'nor releases anything');
-	is($as_fleet->(q{SELECT count(*) FROM snowflake_lease_claim('attacker', md5('guess'), '{5}', '{5}', 5, 500, (extract(epoch FROM now()) * 1000)::bigint)}),
+	is($as_fleet->(q{SELECT count(*) FROM snowflake_lease_claim('attacker', ARRAY[md5('guess')], sha256('y'), '{5}', '{5}', 5, 500, (extract(epoch FROM now()) * 1000)::bigint)}),
 		'0', 'nor claims a worker id that is held');
 	like($as_fleet->(q{SELECT count(*) FROM snowflake_lease}),
 		qr/permission denied for table snowflake_lease/, 'and the fleet role cannot read the table');
@@ -126,7 +126,7 @@ $coordinator->safe_psql('postgres', q{
 	CREATE DATABASE liar;});
 $coordinator->safe_psql('liar', q{
 	CREATE EXTENSION snowflake;
-	GRANT EXECUTE ON FUNCTION snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint) TO fleet;});
+	GRANT EXECUTE ON FUNCTION snowflake_lease_claim(text, text[], bytea, integer[], integer[], integer, integer, bigint) TO fleet;});
 my $liar = snowflake_node('liar_client',
 	"snowflake.lease_conninfo = 'host=" . $coordinator->host . ' port=' . $coordinator->port
 	  . " dbname=liar user=fleet passfile=$pgpass'\nsnowflake.lease_ttl_ms = 2000\n");
@@ -143,7 +143,7 @@ for my $lie (sort keys %lies)
 	my ($row, $message) = @{ $lies{$lie} };
 	$coordinator->safe_psql('liar', qq{
 		CREATE OR REPLACE FUNCTION snowflake_lease_claim(
-			holder text, token text, lows integer[], highs integer[], prefer integer,
+			holder text, proofs text[], next_hash bytea, lows integer[], highs integer[], prefer integer,
 			ttl_ms integer, wanted_horizon_ms bigint,
 			OUT node integer, OUT generation bigint, OUT previous_horizon_ms bigint,
 			OUT horizon_ms bigint, OUT expires_at timestamptz)
@@ -182,13 +182,13 @@ $coordinator->safe_psql('postgres', q{
 	CREATE SCHEMA evil;
 	GRANT USAGE ON SCHEMA evil TO fleet;
 	CREATE FUNCTION evil.snowflake_lease_claim(
-		holder text, token text, lows integer[], highs integer[], prefer integer,
+		holder text, proofs text[], next_hash bytea, lows integer[], highs integer[], prefer integer,
 		ttl_ms integer, wanted_horizon_ms bigint,
 		OUT node integer, OUT generation bigint, OUT previous_horizon_ms bigint,
 		OUT horizon_ms bigint, OUT expires_at timestamptz)
 	RETURNS SETOF record LANGUAGE sql
 	AS $$ SELECT 6, 1::bigint, 0::bigint, wanted_horizon_ms + 1, now() + interval '1 min' $$;
-	GRANT EXECUTE ON FUNCTION evil.snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint) TO fleet;
+	GRANT EXECUTE ON FUNCTION evil.snowflake_lease_claim(text, text[], bytea, integer[], integer[], integer, integer, bigint) TO fleet;
 	ALTER ROLE fleet SET search_path = evil, public;});
 my $c = issuing_server('c', "snowflake.lease_worker_ids = '6-7'\nsnowflake.lease_ttl_ms = 6000\n");
 is(wait_for_lease($c), 6, 'with search_path redirected, a server still leases a worker id');
@@ -219,7 +219,10 @@ $coordinator->safe_psql('postgres', q{
 				   FROM pg_proc f
 				  WHERE f.pronamespace = 'public'::regnamespace
 				    AND f.proname IN ('snowflake_lease_claim', 'snowflake_lease_renew',
-									  'snowflake_lease_release', '_snowflake_lease_check')
+									  'snowflake_lease_release', '_snowflake_lease_check',
+									  '_snowflake_lease_bounds', '_snowflake_lease_proofs',
+									  '_snowflake_lease_take', '_snowflake_lease_extend',
+									  '_snowflake_lease_end')
 		LOOP
 			FOR i IN 0 .. cardinality(p.types) LOOP
 				CONTINUE WHEN i > 0 AND p.types[i] = 'text';
@@ -235,7 +238,7 @@ $coordinator->safe_psql('postgres', q{
 					END $body$$f$,
 					p.proname, array_to_string(types, ', '), p.result,
 					format('%s(%s)', p.proname, array_to_string(types, ',')),
-					CASE WHEN p.proretset THEN '' ELSE ' NULL' END);
+					CASE WHEN p.proretset OR p.result = 'void' THEN '' ELSE ' NULL' END);
 			END LOOP;
 		END LOOP;
 	END
@@ -258,7 +261,7 @@ is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM public.plant_ran})
 # 4. The coordinator frozen (a paused VM) in the middle of server c's
 # renewals, for longer than its TTL: c's lease lapses, its renewal is
 # given up on, and commits late, once the coordinator wakes.  c's next
-# claim, with the same secret, gets its worker id back at once, instead of
+# claim, offering the secrets of both, gets its worker id back at once, instead of
 # waiting a TTL for a lease that only it could renew.
 my $before_freeze = draw_max($c, 1000);
 my $frozen = freeze_server($coordinator);
@@ -267,7 +270,7 @@ like(psql_stderr($c, 'SELECT snowflake_nextval()'), qr/ERROR:  55000: .* has no 
 	'with the coordinator frozen beyond the TTL, calls stop');
 thaw_server($frozen);
 my $woke = time();
-# (c may lease 6 or 7: only the same secret gets it 6, which the late
+# (c may lease 6 or 7: only its secret gets it 6, which the late
 # renewal kept alive, rather than the free 7)
 is(wait_for_lease($c), 6, 'woken, the coordinator gives server c its worker id back');
 my $back_after = time() - $woke;

@@ -16,9 +16,9 @@ use SnowflakeTest;
 my $coordinator = lease_coordinator('coordinator');
 $coordinator->safe_psql('postgres', q{
 	CREATE ROLE snowflake_fleet NOLOGIN;
-	GRANT EXECUTE ON FUNCTION snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
-		snowflake_lease_renew(integer, text, integer, bigint),
-		snowflake_lease_release(integer, text, bigint) TO snowflake_fleet;
+	GRANT EXECUTE ON FUNCTION snowflake_lease_claim(text, text[], bytea, integer[], integer[], integer, integer, bigint),
+		snowflake_lease_renew(integer, text[], bytea, integer, bigint),
+		snowflake_lease_release(integer, text[], bigint) TO snowflake_fleet;
 	CREATE ROLE snowflake_a LOGIN IN ROLE snowflake_fleet;
 	ALTER ROLE snowflake_a SET log_parameter_max_length = 0;
 	CREATE ROLE snowflake_b LOGIN IN ROLE snowflake_fleet;
@@ -55,8 +55,8 @@ is($coordinator->safe_psql('postgres', "SELECT pg_terminate_backend($b_pid)", ex
 
 # nor renew or release server b's lease, whatever secret it tries
 ($ret, $out, $err) = $coordinator->psql('postgres', qq{
-	SELECT renewed FROM snowflake_lease_renew($worker{b}, '0123456789abcdef0123456789abcdef', 60000, 0);
-	SELECT snowflake_lease_release($worker{b}, '0123456789abcdef0123456789abcdef', 0);},
+	SELECT renewed FROM snowflake_lease_renew($worker{b}, '{0123456789abcdef0123456789abcdef}', sha256('x'), 60000, 0);
+	SELECT snowflake_lease_release($worker{b}, '{0123456789abcdef0123456789abcdef}'::text[], 0);},
 	extra_params => [ '-U', 'snowflake_a' ]);
 is($out, "f\nf", 'server a\'s login neither renews nor releases server b\'s lease');
 

@@ -8,7 +8,12 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use IO::Select;
+use IO::Socket::INET;
+use IO::Socket::UNIX;
 use IPC::Run;
+use POSIX ();
+use Socket qw(SOCK_STREAM);
 use Test::More;
 use Time::HiRes qw(time usleep);
 
@@ -16,7 +21,7 @@ our @EXPORT =
   qw(snowflake_node draw_max is_above psql_stderr step_clock start_with_fake_clock
   clock_behind_id clock_right kill_server stream_ids stream_largest
   lease_coordinator lease_coordinator_setup lease_node wait_for_lease freeze_server thaw_server
-  draw_to_file repeated_ids require_password write_passfile utf8_init);
+  draw_to_file repeated_ids require_password write_passfile utf8_init capture_proxy);
 
 # initdb's options for every test server, %init and its extra with them:
 # UTF-8 and a fixed locale, whatever the machine's (a minimal system with no
@@ -233,9 +238,9 @@ sub lease_coordinator_setup
 		CREATE ROLE fleet LOGIN;
 		ALTER ROLE fleet SET log_parameter_max_length = 0;
 		GRANT EXECUTE ON FUNCTION
-			snowflake_lease_claim(text, text, integer[], integer[], integer, integer, bigint),
-			snowflake_lease_renew(integer, text, integer, bigint),
-			snowflake_lease_release(integer, text, bigint) TO fleet;});
+			snowflake_lease_claim(text, text[], bytea, integer[], integer[], integer, integer, bigint),
+			snowflake_lease_renew(integer, text[], bytea, integer, bigint),
+			snowflake_lease_release(integer, text[], bigint) TO fleet;});
 }
 
 # An issuing server that leases its worker id from $coordinator, with a TTL
@@ -352,6 +357,107 @@ sub write_passfile
 	print $fh "$line\n";
 	close($fh);
 	chmod(0600, $path) or die $!;
+}
+
+# A TCP proxy in front of $node's socket, as a man in the middle or a
+# packet capture would see the lease calls: it forwards both ways and
+# appends what clients send to the file $capture.  While the file $control
+# says "lose renew", it drops the server's answers on a connection from
+# the first call of snowflake_lease_renew on (the call goes through and
+# commits), once, and then writes "lost" into $control.  Returns its port
+# and its pid (a child process, ended by the caller or by the test's end).
+sub capture_proxy
+{
+	my ($node, $capture, $control) = @_;
+	my $listener = IO::Socket::INET->new(
+		LocalAddr => '127.0.0.1',
+		LocalPort => 0,
+		Listen => 16,
+		ReuseAddr => 1) or die "proxy: $!";
+	my $port = $listener->sockport;
+	my $parent = $$;
+	my $pid = fork();
+
+	die "fork: $!" unless defined $pid;
+	if ($pid != 0)
+	{
+		close($listener);
+		return ($port, $pid);
+	}
+
+	# the child: no END blocks of the test (POSIX::_exit), and a peer gone
+	# is no reason to die
+	$SIG{PIPE} = 'IGNORE';
+	my $select = IO::Select->new($listener);
+	my (%peer, %from_client, %dropping);
+	open(my $cap, '>>', $capture) or POSIX::_exit(1);
+	$cap->autoflush(1);
+	my $close = sub {
+		my ($s) = @_;
+		my $o = $peer{"$s"};
+		for my $x (grep { defined } ($s, $o))
+		{
+			$select->remove($x);
+			delete $peer{"$x"};
+			delete $from_client{"$x"};
+			delete $dropping{"$x"};
+			close($x);
+		}
+	};
+	while (getppid() == $parent)
+	{
+		for my $s ($select->can_read(0.1))
+		{
+			if ($s == $listener)
+			{
+				my $c = $listener->accept or next;
+				my $u = IO::Socket::UNIX->new(
+					Type => SOCK_STREAM,
+					Peer => $node->host . '/.s.PGSQL.' . $node->port);
+				if (!$u)
+				{
+					close($c);
+					next;
+				}
+				$peer{"$c"} = $u;
+				$peer{"$u"} = $c;
+				$from_client{"$c"} = 1;
+				$select->add($c, $u);
+				next;
+			}
+			my $buf;
+			my $n = sysread($s, $buf, 65536);
+			if (!$n)
+			{
+				$close->($s);
+				next;
+			}
+			my $o = $peer{"$s"};
+			if ($from_client{"$s"})
+			{
+				print $cap $buf;
+				if ($buf =~ /snowflake_lease_renew/ && -e $control
+					&& PostgreSQL::Test::Utils::slurp_file($control) =~ /^lose renew/)
+				{
+					$dropping{"$o"} = 1;
+					open(my $fh, '>', $control) or POSIX::_exit(1);
+					print $fh "lost\n";
+					close($fh);
+				}
+			}
+			elsif ($dropping{"$s"})
+			{
+				next;
+			}
+			while (length($buf) > 0)
+			{
+				my $w = syswrite($o, $buf);
+				last unless defined $w && $w > 0;
+				substr($buf, 0, $w) = '';
+			}
+		}
+	}
+	POSIX::_exit(0);
 }
 
 1;
