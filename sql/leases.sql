@@ -3,6 +3,9 @@
 -- rules, and the checks of every argument.
 SET timezone = 'UTC';
 \set VERBOSITY default
+-- (no CONTEXT: PostgreSQL 13 shows fewer lines of it for RETURN QUERY
+-- EXECUTE, and the message says what was refused)
+\set SHOW_CONTEXT never
 -- tokens: 32 hexadecimal digits, one per claim
 \set ta '''aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'''
 \set tb '''bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb'''
