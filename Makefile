@@ -4,7 +4,7 @@ EXTVERSION = 0.4.0
 MODULE_big = snowflake
 OBJS = src/snowflake.o src/layout.o src/decision.o src/config.o src/generator.o src/mark.o \
 	src/markwriter.o src/lease.o src/functions.o src/uuidv7.o \
-	src/ff1.o src/idtext.o src/publicid.o src/convert.o src/asowner.o src/leaselog.o src/leasechain.o
+	src/ff1.o src/idtext.o src/publicid.o src/convert.o src/asowner.o src/leaselog.o src/leasechain.o src/keywrap.o
 
 # The install script is assembled from one file per concern (sql/install/),
 # in this order; the upgrade scripts are kept by hand, each frozen at its
@@ -49,6 +49,9 @@ FF1_TEST = test/unit/ff1_test
 LEASELOG_TEST = test/unit/leaselog_test
 # The lease client's chain of secrets (test/unit/leasechain_test.c)
 LEASECHAIN_TEST = test/unit/leasechain_test
+# AES key wrap with padding, against RFC 5649's samples
+# (test/unit/keywrap_test.c)
+KEYWRAP_TEST = test/unit/keywrap_test
 
 TAP_TESTS = 1
 # The longest files first (in CI's runs), so that the three run at a time
@@ -60,7 +63,7 @@ PROVE_TESTS = $(TAP_FIRST) $(filter-out $(TAP_FIRST),$(sort $(wildcard test/t/*.
 
 EXTRA_CLEAN = tmp_regress tmp_isolation output_iso results regression.diffs \
 	regression.out $(UNIT_TEST) $(FF1_TEST) $(LEASELOG_TEST) \
-	$(LEASECHAIN_TEST)
+	$(LEASECHAIN_TEST) $(KEYWRAP_TEST)
 
 # Nothing here gains from JIT inlining, and bitcode needs a clang matching
 # the server's LLVM.
@@ -90,13 +93,18 @@ $(LEASECHAIN_TEST): test/unit/leasechain_test.c test/unit/unit.h src/leasechain.
 	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(srcdir)/test/unit -I$(includedir_server) -I$(includedir) \
 		-o $@ test/unit/leasechain_test.c src/leasechain.c -L$(pkglibdir) -lpgcommon -lpgport -lcrypto -lm
 
+$(KEYWRAP_TEST): test/unit/keywrap_test.c test/unit/unit.h src/keywrap.c src/keywrap.h
+	$(CC) $(CFLAGS) -DFRONTEND -I$(srcdir)/src -I$(srcdir)/test/unit -I$(includedir_server) -I$(includedir) \
+		-o $@ test/unit/keywrap_test.c src/keywrap.c -L$(pkglibdir) -lpgcommon -lpgport -lcrypto -lm
+
 # (a blank line between two parts)
 $(DATA_built): $(INSTALL_PARTS)
 	awk 'FNR == 1 && NR != 1 { print "" } { print }' $^ > $@
 
 .PHONY: unitcheck
-unitcheck: $(UNIT_TEST) $(FF1_TEST) $(LEASELOG_TEST) \
-	$(LEASECHAIN_TEST)
+unitcheck: $(UNIT_TEST) $(FF1_TEST) $(LEASELOG_TEST) $(LEASECHAIN_TEST) $(KEYWRAP_TEST)
 	./$(UNIT_TEST)
 	./$(FF1_TEST)
 	./$(LEASELOG_TEST)
+	./$(LEASECHAIN_TEST)
+	./$(KEYWRAP_TEST)
