@@ -115,6 +115,7 @@ SELECT snowflake_public_key_create();
 SELECT * FROM snowflake_public_keys();
 SELECT snowflake_public_key_drop(2);
 SELECT snowflake_id_from_public(snowflake_public_id(42)) AS app_may_encode;
+SELECT snowflake_root_key_check();
 RESET ROLE;
 GRANT EXECUTE ON FUNCTION snowflake_public_key_create(), snowflake_public_key_drop(integer) TO publicid_app;
 SET ROLE publicid_app;
@@ -129,5 +130,14 @@ SELECT proname, provolatile, proisstrict, proparallel
   FROM pg_proc
  WHERE proname IN ('snowflake_to_text', 'snowflake_from_text', 'snowflake_public_id',
                    'snowflake_id_from_public', 'snowflake_public_key_create',
-                   'snowflake_public_key_drop', 'snowflake_public_keys')
+                   'snowflake_public_key_drop', 'snowflake_public_keys',
+                   'snowflake_root_key_check')
  ORDER BY proname;
+
+-- The root key of test/snowflake.conf (000102...1f): its check value is
+-- AES-256 of a zero block under it (F29000..., from openssl enc
+-- -aes-256-ecb); the command is run at start only
+SELECT snowflake_root_key_check();
+SELECT setting <> '' AS command_set, context
+  FROM pg_settings WHERE name = 'snowflake.root_key_command';
+

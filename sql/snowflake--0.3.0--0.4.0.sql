@@ -3054,6 +3054,22 @@ $sync$;
 COMMENT ON FUNCTION _snowflake_online_sync(regclass, regclass, oid[], name[], name, boolean, text[], text[], integer) IS
 'internal to snowflake_convert_column_online(): a batch of the backfill, checked under its lock';
 
+-- == Public ids ==
+-- The root key's check value: 3 bytes of AES of a zero block
+-- under it, to see that every server of an application holds the same
+-- root key.  STABLE: the root key changes only with a restart.  PARALLEL
+-- SAFE: workers inherit the key as backends do.  Revoked from PUBLIC,
+-- grantable, as snowflake_public_keys().
+CREATE FUNCTION snowflake_root_key_check()
+RETURNS text
+AS 'MODULE_PATHNAME', 'snowflake_root_key_check'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_root_key_check() IS
+'the check value of this server''s root key (from snowflake.root_key_command), to compare servers';
+
+REVOKE ALL ON FUNCTION snowflake_root_key_check() FROM PUBLIC;
+
 -- == The schema ==
 
 -- A warning when roles other than the extension's owner can create objects

@@ -23,6 +23,7 @@
 #include "generator.h"
 #include "lease.h"
 #include "markwriter.h"
+#include "rootkey.h"
 #include "uuidv7.h"
 
 SNOWFLAKE_MODULE_MAGIC;
@@ -52,6 +53,7 @@ snowflake_shmem_startup(void)
 	GeneratorShmemStartup();
 	LeaseShmemStartup();
 	Uuidv7ShmemStartup();
+	RootKeyStartup();
 }
 
 /*
@@ -65,6 +67,7 @@ _PG_init(void)
 	GeneratorInit();
 	MarkWriterInit();
 	LeaseInit();
+	RootKeyInit();
 	SnowflakeReserveGucPrefix("snowflake");
 
 	if (!process_shared_preload_libraries_in_progress)

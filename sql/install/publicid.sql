@@ -80,3 +80,18 @@ COMMENT ON FUNCTION snowflake_public_keys() IS
 
 REVOKE ALL ON FUNCTION snowflake_public_key_create(), snowflake_public_key_drop(integer),
 	snowflake_public_keys() FROM PUBLIC;
+
+-- The root key's check value (0.4.0): 3 bytes of AES of a zero block
+-- under it, to see that every server of an application holds the same
+-- root key.  STABLE: the root key changes only with a restart.  PARALLEL
+-- SAFE: workers inherit the key as backends do.  Revoked from PUBLIC,
+-- grantable, as snowflake_public_keys().
+CREATE FUNCTION snowflake_root_key_check()
+RETURNS text
+AS 'MODULE_PATHNAME', 'snowflake_root_key_check'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_root_key_check() IS
+'the check value of this server''s root key (from snowflake.root_key_command), to compare servers';
+
+REVOKE ALL ON FUNCTION snowflake_root_key_check() FROM PUBLIC;
