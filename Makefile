@@ -5,7 +5,7 @@ MODULE_big = snowflake
 OBJS = src/snowflake.o src/layout.o src/decision.o src/config.o src/generator.o src/mark.o \
 	src/markwriter.o src/lease.o src/functions.o src/uuidv7.o \
 	src/ff1.o src/idtext.o src/publicid.o src/convert.o src/asowner.o src/leaselog.o src/leasechain.o src/keywrap.o \
-	src/rootkey.o
+	src/rootkey.o src/keyfile.o
 
 # The install script is assembled from one file per concern (sql/install/),
 # in this order; the upgrade scripts are kept by hand, each frozen at its
@@ -35,7 +35,7 @@ REGRESS = layout layouts api errors reserved_prefix shards uuidv7 convert leases
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF) --encoding=UTF8
 
 ISOLATION = concurrent shards_concurrent uuidv7_concurrent many_sessions \
-	convert_race causal_order
+	convert_race causal_order public_keys
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_isolation \
 	--temp-config=$(TEST_CONF) --encoding=UTF8
 

@@ -103,6 +103,48 @@ SELECT snowflake_public_key_drop(1);
 SELECT pg_temp.refused(public_id) FROM first_key LIMIT 1;
 SELECT version, current FROM snowflake_public_keys();
 
+-- The key table: one row per key, each key wrapped (40 bytes) under the
+-- root key of test/snowflake.conf, whose check value the row keeps
+SELECT version, "current", octet_length(wrapped) AS wrapped_bytes, root_check
+  FROM snowflake_public_key ORDER BY version;
+SELECT 'snowflake_public_key'::regclass = ANY (extconfig) AS dumped_by_pg_dump
+  FROM pg_extension WHERE extname = 'snowflake';
+
+-- ROLLBACK undoes a create, in the session that made it too
+BEGIN;
+SELECT snowflake_public_key_create() AS version;
+SELECT left(snowflake_public_id(42), 1) AS inside;
+ROLLBACK;
+SELECT left(snowflake_public_id(42), 1) AS after_rollback,
+       (SELECT string_agg(version::text, ',') FROM snowflake_public_keys()) AS versions;
+-- and a drop
+BEGIN;
+SELECT snowflake_public_key_create() AS version;
+SELECT snowflake_public_key_drop(2);
+ROLLBACK;
+SELECT snowflake_id_from_public(snowflake_public_id(42)) AS key_2_kept;
+
+-- A wrapped key changed fails the unwrap's integrity check; so does one
+-- wrapped under another root key (here a row claiming another root key's
+-- check value): refused, naming which, never used
+CREATE TEMP TABLE saved_key AS SELECT * FROM snowflake_public_key;
+UPDATE snowflake_public_key SET wrapped = overlay(wrapped PLACING '\x00'::bytea FROM 9);
+SELECT snowflake_public_id(42);
+UPDATE snowflake_public_key SET root_check = 'ABCDEF';
+SELECT snowflake_public_id(42);
+DO $$
+BEGIN
+	PERFORM snowflake_id_from_public('2ABCDEFGHJKMNPQR');
+EXCEPTION WHEN config_file_error THEN
+	RAISE NOTICE 'config_file_error (F0000)';
+END $$;
+UPDATE snowflake_public_key SET wrapped = s.wrapped, root_check = s.root_check FROM saved_key s
+ WHERE s.version = snowflake_public_key.version;
+SELECT snowflake_id_from_public(snowflake_public_id(42)) AS restored;
+
+-- The file of 0.3.0 is not there to move, and the keys are in the table
+SELECT snowflake_public_keys_move_from_file();
+
 -- 1,000,000 distinct ids give 1,000,000 distinct public ids
 SELECT count(DISTINCT snowflake_public_id(g * 4194304 + g % 4096)) AS public_ids,
        count(DISTINCT g) AS ids
@@ -116,7 +158,16 @@ SELECT * FROM snowflake_public_keys();
 SELECT snowflake_public_key_drop(2);
 SELECT snowflake_id_from_public(snowflake_public_id(42)) AS app_may_encode;
 SELECT snowflake_root_key_check();
+SELECT snowflake_public_keys_move_from_file();
+SELECT count(*) FROM snowflake_public_key;
 RESET ROLE;
+-- pg_monitor reads no key row either
+CREATE ROLE publicid_monitor IN ROLE pg_monitor;
+SET ROLE publicid_monitor;
+SELECT count(*) FROM snowflake_public_key;
+SELECT * FROM snowflake_public_keys();
+RESET ROLE;
+DROP ROLE publicid_monitor;
 GRANT EXECUTE ON FUNCTION snowflake_public_key_create(), snowflake_public_key_drop(integer) TO publicid_app;
 SET ROLE publicid_app;
 SELECT snowflake_public_key_create();
@@ -131,7 +182,7 @@ SELECT proname, provolatile, proisstrict, proparallel
  WHERE proname IN ('snowflake_to_text', 'snowflake_from_text', 'snowflake_public_id',
                    'snowflake_id_from_public', 'snowflake_public_key_create',
                    'snowflake_public_key_drop', 'snowflake_public_keys',
-                   'snowflake_root_key_check')
+                   'snowflake_root_key_check', 'snowflake_public_keys_move_from_file')
  ORDER BY proname;
 
 -- The root key of test/snowflake.conf (000102...1f): its check value is

@@ -3055,6 +3055,62 @@ COMMENT ON FUNCTION _snowflake_online_sync(regclass, regclass, oid[], name[], na
 'internal to snowflake_convert_column_online(): a batch of the backfill, checked under its lock';
 
 -- == Public ids ==
+-- The keys of public ids: one row per version, the key wrapped
+-- under the root key (AES key wrap with padding, NIST SP 800-38F, from
+-- snowflake.root_key_command) with the check value of that root key, so a
+-- wrong root key is named as such.  A table, so that WAL carries the keys
+-- to standbys and through PITR, pg_dump carries the rows (a configuration
+-- table of the extension) and pg_upgrade the table; none of them holds
+-- the root key.  Written only by the key functions below (C, superusers
+-- only), in the caller's transaction.  Readable by no role but its owner
+-- (superusers, and members of pg_read_all_data, read every table: the
+-- rows are useless without the root key).
+CREATE TABLE snowflake_public_key (
+	version integer PRIMARY KEY
+		CHECK (version OPERATOR(pg_catalog.>=) 0 AND version OPERATOR(pg_catalog.<=) 31),
+	created timestamptz NOT NULL,
+	"current" boolean NOT NULL,
+	wrapped bytea NOT NULL CHECK (pg_catalog.octet_length(wrapped) OPERATOR(pg_catalog.=) 40),
+	root_check text NOT NULL
+);
+
+-- one current key
+CREATE UNIQUE INDEX snowflake_public_key_current ON snowflake_public_key ("current")
+	WHERE "current";
+
+-- Any change of the rows, by the key functions or not (a restore's COPY,
+-- a superuser's UPDATE), makes every backend read the table again once it
+-- commits, standbys included (the commit record carries the
+-- invalidation).  Internal: a trigger function, not PUBLIC's.
+CREATE FUNCTION _snowflake_public_key_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'snowflake_public_key_changed'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+REVOKE ALL ON FUNCTION _snowflake_public_key_changed() FROM PUBLIC;
+
+CREATE TRIGGER snowflake_public_key_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON snowflake_public_key
+	FOR EACH STATEMENT EXECUTE FUNCTION _snowflake_public_key_changed();
+
+SELECT pg_catalog.pg_extension_config_dump('snowflake_public_key', '');
+
+REVOKE ALL ON snowflake_public_key FROM PUBLIC;
+
+-- The move of 0.3.0's key file into the table: the same keys, versions
+-- and current key, in the caller's transaction; the file is not read once
+-- it commits.  Superusers only (checked in C as well).  VOLATILE, PARALLEL
+-- UNSAFE: it writes.
+CREATE FUNCTION snowflake_public_keys_move_from_file()
+RETURNS integer
+AS 'MODULE_PATHNAME', 'snowflake_public_keys_move_from_file'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION snowflake_public_keys_move_from_file() IS
+'move the keys of the 0.3.0 key file snowflake.publickeys into the table, wrapped under the root key';
+
+REVOKE ALL ON FUNCTION snowflake_public_keys_move_from_file() FROM PUBLIC;
+
 -- The root key's check value: 3 bytes of AES of a zero block
 -- under it, to see that every server of an application holds the same
 -- root key.  STABLE: the root key changes only with a restart.  PARALLEL

@@ -1,105 +1,72 @@
 /*-------------------------------------------------------------------------
  *
  * publicid.c
- *	  The text forms of ids for SQL, and the keys of public ids: their file
- *	  (format, durable write, load and validation), a per-backend cache of
- *	  it, and the superuser functions that create and drop keys.
+ *	  The text forms of ids for SQL, and the keys of public ids: the key
+ *	  table, a per-backend cache of it, and the superuser functions that
+ *	  create, drop and move keys.
  *
- * The key file is a header (magic number, format version, the current key's
- * version, the number of keys), one entry per key (its version, when it was
- * made, its 256 bits) in ascending version order, then a CRC-32C over all of
- * it.  It is replaced whole, as the high-water mark is: written to a
- * temporary file, then moved into place by durable_rename(), so after an OS
- * crash there is the old file or the new one.  It is read only if it is a
- * regular file (not a link, a FIFO or a device), and only superusers can
- * reach its contents through SQL: no setting, view or function shows the
- * keys, and no message contains them.
+ * The keys live in the extension's table snowflake_public_key, one row per
+ * version, each key wrapped under the root key (AES key wrap with padding,
+ * src/keywrap.c; the root key from src/rootkey.c).  So WAL carries them to
+ * standbys and through PITR, pg_dump carries the rows (the table is a
+ * configuration table of the extension), and pg_upgrade the table; none of
+ * these holds the root key.  The key functions write the table in the
+ * caller's transaction: ROLLBACK undoes them.
  *
- * Writers (snowflake_public_key_create and _drop) serialise on a
- * cluster-wide advisory lock held to the end of their transaction, and
- * re-read the file under it.  A key takes effect when the file is written:
- * ROLLBACK does not undo it.
+ * A backend reads the table (and unwraps its rows) at its first use of a
+ * key, and again after a change commits: the key functions invalidate the
+ * table's relcache entry, which every backend (on standbys too, from the
+ * commit record) takes at its next lock of the table.  Readers scan with a
+ * fresh snapshot, not the transaction's.  See publicid.h for the locks
+ * that keep a dropped key from being used after its drop commits.
  *
- * The backend cache (key_cache) is read again by the first call of a
- * transaction that starts a second or more after the last reading (a read
- * costs a few system calls, about 20 us on a busy VM: too much for every
- * transaction), and at once when a public id names a version the cache
- * lacks, or fails the check, or when there is no key to make one.  So a key
- * created or a file copied in is used for new public ids by every session
- * within a second, and decodes at once.  A reading keeps the cached keys
- * (and their prepared AES contexts) when the file's bytes did not change.
+ * Until 0.3.0's file "snowflake.publickeys" is moved into the table
+ * (snowflake_public_keys_move_from_file(), in one transaction), an empty
+ * table leaves the file in use, read as 0.3.0 read it (src/keyfile.c): by
+ * the first call of a transaction that starts a second or more after the
+ * last reading, and at once when a public id names a version the cache
+ * lacks, fails the check, or there is no key.  While the extension's
+ * objects are 0.3.0's (no table), the key functions write the file as
+ * 0.3.0 did.
+ *
+ * No setting, view or function shows the keys, and no message contains
+ * them; the table holds them only wrapped.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/dependency.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "port/pg_crc32c.h"
-#include "storage/fd.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "idtext.h"
+#include "keyfile.h"
+#include "keywrap.h"
 #include "layout.h"
 #include "publicid.h"
+#include "rootkey.h"
 
-#define KEY_MAGIC			0x53464B59	/* "SFKY" */
-#define KEY_FORMAT			1
-#define KEY_TEMP_FILE		SNOWFLAKE_KEY_FILE ".tmp"
-
-/* The records on disk, in the machine's byte order. */
-typedef struct KeyFileHeader
-{
-	uint32		magic;
-	uint32		format;
-	int32		current;		/* the version new public ids use */
-	int32		nkeys;
-} KeyFileHeader;
-
-typedef struct KeyFileEntry
-{
-	int32		version;
-	int32		reserved;		/* zero */
-	int64		created_ms;		/* Unix ms */
-	uint8		key[SNOWFLAKE_KEY_BYTES];
-} KeyFileEntry;
-
-#define KEY_FILE_MAX_SIZE \
-	(sizeof(KeyFileHeader) + SNOWFLAKE_PUBLIC_VERSIONS * sizeof(KeyFileEntry) + \
-	 sizeof(pg_crc32c))
-
-/* The keys as read, by version */
-typedef struct KeySet
-{
-	int			current;		/* -1 when there is no key */
-	int			nkeys;
-	bool		present[SNOWFLAKE_PUBLIC_VERSIONS];
-	int64		created_ms[SNOWFLAKE_PUBLIC_VERSIONS];
-	uint8		key[SNOWFLAKE_PUBLIC_VERSIONS][SNOWFLAKE_KEY_BYTES];
-} KeySet;
-
-/* This backend's copy of the file (see the header for when it is read again) */
-static struct
-{
-	bool		loaded;			/* bytes and keys hold a file's reading */
-	TimestampTz read_at;		/* start of the transaction that read it */
-	uint64		generation;		/* counts the changes of keys */
-	size_t		length;			/* 0: no file */
-	char		bytes[KEY_FILE_MAX_SIZE];
-	KeySet		keys;
-	Ff1Key		ff1[SNOWFLAKE_PUBLIC_VERSIONS];	/* prepared on first use */
-}			key_cache;
 
 PG_FUNCTION_INFO_V1(snowflake_to_text);
 PG_FUNCTION_INFO_V1(snowflake_from_text);
@@ -108,6 +75,8 @@ PG_FUNCTION_INFO_V1(snowflake_id_from_public);
 PG_FUNCTION_INFO_V1(snowflake_public_key_create);
 PG_FUNCTION_INFO_V1(snowflake_public_key_drop);
 PG_FUNCTION_INFO_V1(snowflake_public_keys);
+PG_FUNCTION_INFO_V1(snowflake_public_keys_move_from_file);
+PG_FUNCTION_INFO_V1(snowflake_public_key_changed);
 
 static void
 idtext_check_id(int64 id)
@@ -190,125 +159,114 @@ snowflake_from_text(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(id);
 }
 
-/* ---- the key file ---- */
+/* ---- where the keys are ---- */
 
-static pg_crc32c
-key_crc(const void *data, size_t length)
+/*
+ * Where this backend's keys came from: the table (0.4.0), or the file,
+ * because the extension's objects are still 0.3.0's (no table) or because
+ * the table is empty and the file's keys were not moved yet.
+ */
+typedef enum KeySource
 {
-	pg_crc32c	crc;
+	KEYS_NONE,
+	KEYS_TABLE,
+	KEYS_FILE
+} KeySource;
 
-	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, data, length);
-	FIN_CRC32C(crc);
-	return crc;
-}
-
-/* What is wrong with the bytes of a key file, or NULL; fills *keys */
-static const char *
-key_parse(const char *bytes, size_t length, KeySet *keys)
+/* This backend's keys (see the header for when they are read again) */
+static struct
 {
-	KeyFileHeader header;
-	size_t		expected;
-	pg_crc32c	stored;
+	KeySource	source;
+	TimestampTz read_at;		/* the file's: start of the transaction that
+								 * read it */
+	uint64		generation;		/* counts the changes of keys */
+	size_t		length;			/* the file's bytes, when source is
+								 * KEYS_FILE; 0: no file */
+	char		bytes[KEY_FILE_MAX_SIZE];
+	KeySet		keys;
+	Ff1Key		ff1[SNOWFLAKE_PUBLIC_VERSIONS];	/* prepared on first use */
+}			key_cache;
 
-	memset(keys, 0, sizeof(KeySet));
-	keys->current = -1;
-	if (length < sizeof(KeyFileHeader))
-		return "The file is shorter than its header.";
-	memcpy(&header, bytes, sizeof(header));
-	if (header.magic != KEY_MAGIC)
-		return "The file does not start with the magic number of a snowflake key file.";
-	if (header.format != KEY_FORMAT)
-		return psprintf("The file has format version %u; this build reads version %d.",
-						header.format, KEY_FORMAT);
-	if (header.nkeys < 1 || header.nkeys > SNOWFLAKE_PUBLIC_VERSIONS)
-		return "The file's header gives an impossible number of keys.";
-	expected = sizeof(KeyFileHeader) + header.nkeys * sizeof(KeyFileEntry) +
-		sizeof(pg_crc32c);
-	if (length != expected)
-		return psprintf("The file is %zu bytes long; its header says %zu.", length, expected);
-	memcpy(&stored, bytes + expected - sizeof(pg_crc32c), sizeof(stored));
-	if (!EQ_CRC32C(stored, key_crc(bytes, expected - sizeof(pg_crc32c))))
-		return "The file's checksum does not match its contents.";
-	for (int i = 0; i < header.nkeys; i++)
+/* The table, as this backend last found it */
+static struct
+{
+	bool		callback;		/* the relcache callback is registered */
+	bool		known;			/* oid answers for the calling functions */
+	Oid			oid;			/* InvalidOid: 0.3.0's objects, no table */
+	bool		read;			/* rows holds the table as of the last
+								 * invalidation */
+	int			rows;
+}			key_table;
+
+#define KEY_TABLE_NAME		"snowflake_public_key"
+
+/*
+ * A change of the table's rows by the key functions (and its drop or
+ * ALTER) invalidates its relcache entry at commit, also on standbys, which
+ * replay the commit's invalidations: read it again.
+ */
+static void
+key_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == key_table.oid)
 	{
-		KeyFileEntry e;
-
-		memcpy(&e, bytes + sizeof(KeyFileHeader) + i * sizeof(KeyFileEntry), sizeof(e));
-		if (e.version < 0 || e.version >= SNOWFLAKE_PUBLIC_VERSIONS ||
-			keys->present[e.version])
-			return "The file holds an impossible or repeated key version.";
-		keys->present[e.version] = true;
-		keys->created_ms[e.version] = e.created_ms;
-		memcpy(keys->key[e.version], e.key, SNOWFLAKE_KEY_BYTES);
-		explicit_bzero(&e, sizeof(e));
+		key_table.known = false;
+		key_table.read = false;
 	}
-	if (header.current < 0 || header.current >= SNOWFLAKE_PUBLIC_VERSIONS ||
-		!keys->present[header.current])
-		return "The file's current key version is not among its keys.";
-	keys->current = header.current;
-	keys->nkeys = header.nkeys;
-	return NULL;
 }
 
 /*
- * Read the file into buffer (KEY_FILE_MAX_SIZE + 1 bytes); returns its
- * length, 0 when there is none.  Errors out on anything but a regular file
- * of a possible size.
+ * The key table of the extension whose function fn_oid is: in that
+ * function's schema, and a member of the same extension (a table of that
+ * name that is not, which another role could have made before the update
+ * from 0.3.0, is not the key table).  InvalidOid when there is none.
  */
-static size_t
-key_read(char *buffer)
+static Oid
+key_table_find(Oid fn_oid)
 {
-	int			fd;
-	struct stat st;
-	ssize_t		length;
+	Oid			relid;
+	Oid			extension;
 
-	/* O_NONBLOCK: a FIFO put in its place must not hang the backend */
-	fd = OpenTransientFile(SNOWFLAKE_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | PG_BINARY);
-	if (fd < 0)
+	if (!key_table.callback)
 	{
-		if (errno == ENOENT)
-			return 0;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", SNOWFLAKE_KEY_FILE),
-				 errhint("The key file must be a regular file owned by the server's user, not a symbolic link.")));
+		CacheRegisterRelcacheCallback(key_relcache_callback, (Datum) 0);
+		key_table.callback = true;
 	}
-	if (fstat(fd, &st) != 0)
-	{
-		int			save_errno = errno;
+	if (key_table.known)
+		return key_table.oid;
+	relid = get_relname_relid(KEY_TABLE_NAME, get_func_namespace(fn_oid));
+	extension = getExtensionOfObject(ProcedureRelationId, fn_oid);
+	if (OidIsValid(relid) &&
+		(!OidIsValid(extension) || getExtensionOfObject(RelationRelationId, relid) != extension))
+		relid = InvalidOid;
+	key_table.oid = relid;
+	key_table.known = true;
+	key_table.read = false;
+	return relid;
+}
 
-		CloseTransientFile(fd);
-		errno = save_errno;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not stat file \"%s\": %m", SNOWFLAKE_KEY_FILE)));
-	}
-	if (!S_ISREG(st.st_mode))
+/*
+ * The key table locked in mode (until the end of the transaction), or
+ * InvalidOid.  Readers take AccessShareLock, the lock a drop waits out: a
+ * transaction that used a key has it until it ends, and one that starts
+ * using keys after a drop commits reads the table again (the lock takes
+ * the invalidation).
+ */
+static Oid
+key_table_lock(Oid fn_oid, LOCKMODE mode)
+{
+	for (;;)
 	{
-		CloseTransientFile(fd);
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("\"%s\" is not a regular file", SNOWFLAKE_KEY_FILE)));
-	}
-	length = read(fd, buffer, KEY_FILE_MAX_SIZE + 1);
-	if (length < 0)
-	{
-		int			save_errno = errno;
+		Oid			relid = key_table_find(fn_oid);
 
-		CloseTransientFile(fd);
-		errno = save_errno;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read file \"%s\": %m", SNOWFLAKE_KEY_FILE)));
+		if (!OidIsValid(relid))
+			return InvalidOid;
+		LockRelationOid(relid, mode);
+		/* still the table once the invalidations the lock took are in? */
+		if (key_table.known && key_table.oid == relid)
+			return relid;
+		UnlockRelationOid(relid, mode);
 	}
-	CloseTransientFile(fd);
-	if (length == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid key file \"%s\"", SNOWFLAKE_KEY_FILE),
-				 errdetail("The file is empty.")));
-	return (size_t) length;
 }
 
 static void
@@ -318,30 +276,139 @@ key_forget_ciphers(void)
 		Ff1KeyFree(&key_cache.ff1[v]);
 }
 
-/* Take the keys of bytes[0..length-1] (already parsed into *keys). */
+/* Take keys, from source (with the file's bytes[0..length-1]) */
 static void
-key_cache_set(const char *bytes, size_t length, const KeySet *keys)
+key_cache_set(KeySource source, const char *bytes, size_t length, const KeySet *keys)
 {
 	key_forget_ciphers();
-	key_cache.loaded = false;
+	key_cache.source = KEYS_NONE;
 	explicit_bzero(&key_cache.keys, sizeof(KeySet));
 	explicit_bzero(key_cache.bytes, sizeof(key_cache.bytes));
-	memcpy(key_cache.bytes, bytes, length);
+	if (length > 0)
+		memcpy(key_cache.bytes, bytes, length);
 	key_cache.length = length;
 	memcpy(&key_cache.keys, keys, sizeof(KeySet));
-	key_cache.loaded = true;
+	key_cache.source = source;
 	key_cache.generation++;
 }
 
-/* A second: how stale the keys that make new public ids may be */
+/*
+ * Read the key table's rows into *keys, unwrapping each under the root key
+ * (the table is locked).  Returns the number of rows.  A fresh snapshot,
+ * not the transaction's: a REPEATABLE READ transaction that began before a
+ * drop committed must not see the dropped key.  (The catalog snapshot is
+ * one: taken anew for a relation that is not a catalog, and usable in
+ * parallel workers, unlike GetLatestSnapshot().)
+ */
+static int
+key_table_read(Oid relid, KeySet *keys)
+{
+	Relation	rel = table_open(relid, NoLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	Snapshot	snapshot;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	const unsigned char *root = NULL;
+	int			rows = 0;
+	static const Oid types[] = {INT4OID, TIMESTAMPTZOID, BOOLOID, BYTEAOID, TEXTOID};
+
+	memset(keys, 0, sizeof(KeySet));
+	keys->current = -1;
+	if (desc->natts != lengthof(types))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("table \"%s\" does not have the columns of the keys of public ids",
+						RelationGetRelationName(rel))));
+	for (int i = 0; i < (int) lengthof(types); i++)
+		if (TupleDescAttr(desc, i)->atttypid != types[i] || TupleDescAttr(desc, i)->attisdropped)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("table \"%s\" does not have the columns of the keys of public ids",
+							RelationGetRelationName(rel))));
+
+	/* (a plain heap scan, which systable_* does without an index) */
+	snapshot = RegisterSnapshot(GetCatalogSnapshot(relid));
+	scan = systable_beginscan(rel, InvalidOid, false, snapshot, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Datum		values[5];
+		bool		nulls[5];
+		int32		version;
+		bytea	   *wrapped;
+		unsigned char key[KEYWRAP_MAX_KEY];
+		int			length;
+
+		heap_deform_tuple(tuple, desc, values, nulls);
+		for (int i = 0; i < 5; i++)
+		{
+			if (nulls[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("a row of table \"%s\" has a null column",
+								RelationGetRelationName(rel))));
+		}
+		version = DatumGetInt32(values[0]);
+		if (version < 0 || version >= SNOWFLAKE_PUBLIC_VERSIONS || keys->present[version])
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("table \"%s\" holds an impossible or repeated key version",
+							RelationGetRelationName(rel))));
+		if (root == NULL)
+			root = RootKeyRequire();
+		wrapped = DatumGetByteaPP(values[3]);
+		length = KeyUnwrap(root, ROOT_KEY_BYTES, (unsigned char *) VARDATA_ANY(wrapped),
+						   VARSIZE_ANY_EXHDR(wrapped), key);
+		if (length != SNOWFLAKE_KEY_BYTES)
+		{
+			char	   *row_check = TextDatumGetCString(values[4]);
+			char	   *own_check = RootKeyCheckValue();
+
+			explicit_bzero(key, sizeof(key));
+			explicit_bzero(keys, sizeof(KeySet));
+			if (strcmp(row_check, own_check) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("key version %d of public ids fails the integrity check of its unwrap",
+								version),
+						 errdetail("It was wrapped under a root key with this server's check value, %s: its wrapped bytes were changed.",
+								   own_check),
+						 errhint("Restore the row from a backup of the database.")));
+			ereport(ERROR,
+					(errcode(ERRCODE_SNOWFLAKE_ROOT_KEY),
+					 errmsg("key version %d of public ids does not unwrap under this server's root key",
+							version),
+					 errdetail("It was wrapped under the root key whose check value is %s; this server's root key has check value %s.",
+							   row_check, own_check),
+					 errhint("Give this server the root key of the servers that made the key (\"snowflake.root_key_command\"), and restart it.")));
+		}
+		memcpy(keys->key[version], key, SNOWFLAKE_KEY_BYTES);
+		explicit_bzero(key, sizeof(key));
+		keys->present[version] = true;
+		keys->created_ms[version] = SnowflakeTimestamptzToMs(DatumGetTimestampTz(values[1]));
+		if (DatumGetBool(values[2]))
+			keys->current = version;
+		keys->nkeys++;
+		rows++;
+	}
+	systable_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, NoLock);
+	if (rows > 0 && keys->current < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("table \"%s\" has no current key", KEY_TABLE_NAME)));
+	return rows;
+}
+
+/* A second: how stale the file's keys that make new public ids may be */
 #define KEY_REREAD_INTERVAL_US	INT64CONST(1000000)
 
 /*
- * The keys, read from the file when the last reading is a second older
+ * The keys of the file, read again when the last reading is a second older
  * than this transaction (or at once when force is set).
  */
 static const KeySet *
-key_load(bool force)
+key_load_file(bool force)
 {
 	char		buffer[KEY_FILE_MAX_SIZE + 1];
 	size_t		length;
@@ -350,12 +417,16 @@ key_load(bool force)
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 
 	/* (a transaction that started before the reading, as after a clock step, reads again) */
-	if (!force && key_cache.loaded && now >= key_cache.read_at &&
+	if (!force && key_cache.source == KEYS_FILE && now >= key_cache.read_at &&
 		now - key_cache.read_at < KEY_REREAD_INTERVAL_US)
 		return &key_cache.keys;
 
-	length = key_read(buffer);
-	if (key_cache.loaded && length == key_cache.length &&
+	/* the extension may have been updated meanwhile: look for the table again */
+	if (!OidIsValid(key_table.oid))
+		key_table.known = false;
+
+	length = KeyFileRead(buffer);
+	if (key_cache.source == KEYS_FILE && length == key_cache.length &&
 		memcmp(buffer, key_cache.bytes, length) == 0)
 	{
 		explicit_bzero(buffer, sizeof(buffer));
@@ -370,7 +441,7 @@ key_load(bool force)
 	}
 	else
 		problem = length > KEY_FILE_MAX_SIZE ? "The file is longer than any key file." :
-			key_parse(buffer, length, &keys);
+			KeyFileParse(buffer, length, &keys);
 	if (problem != NULL)
 	{
 		explicit_bzero(buffer, sizeof(buffer));
@@ -381,11 +452,39 @@ key_load(bool force)
 				 errdetail("%s", problem),
 				 errhint("Restore the file from a backup or from another server of the same application.")));
 	}
-	key_cache_set(buffer, length, &keys);
+	key_cache_set(KEYS_FILE, buffer, length, &keys);
 	explicit_bzero(buffer, sizeof(buffer));
 	explicit_bzero(&keys, sizeof(keys));
 	key_cache.read_at = now;
 	return &key_cache.keys;
+}
+
+/*
+ * The keys for the function fn_oid: the table's when it has rows; else the
+ * file's (0.3.0's objects, or keys not moved yet).  force reads the file
+ * again at once (the table's rows are read again on every change anyway).
+ */
+static const KeySet *
+key_load(Oid fn_oid, bool force)
+{
+	Oid			relid = key_table_lock(fn_oid, AccessShareLock);
+
+	if (OidIsValid(relid))
+	{
+		if (!key_table.read)
+		{
+			KeySet		keys;
+
+			key_table.rows = key_table_read(relid, &keys);
+			if (key_table.rows > 0)
+				key_cache_set(KEYS_TABLE, NULL, 0, &keys);
+			explicit_bzero(&keys, sizeof(keys));
+			key_table.read = true;
+		}
+		if (key_table.rows > 0)
+			return &key_cache.keys;
+	}
+	return key_load_file(force);
 }
 
 /* The prepared cipher of a version the cache holds */
@@ -403,88 +502,19 @@ key_cipher(int version)
 	return ff1;
 }
 
-/* Write keys durably (temporary file, checked writes, durable_rename). */
-static void
-key_write(const KeySet *keys)
-{
-	size_t		length = sizeof(KeyFileHeader) + keys->nkeys * sizeof(KeyFileEntry) +
-		sizeof(pg_crc32c);
-	char		bytes[KEY_FILE_MAX_SIZE];
-	KeyFileHeader header;
-	pg_crc32c	crc;
-	int			fd;
-	int			i = 0;
-
-	memset(bytes, 0, sizeof(bytes));
-	memset(&header, 0, sizeof(header));
-	header.magic = KEY_MAGIC;
-	header.format = KEY_FORMAT;
-	header.current = keys->current;
-	header.nkeys = keys->nkeys;
-	memcpy(bytes, &header, sizeof(header));
-	for (int v = 0; v < SNOWFLAKE_PUBLIC_VERSIONS; v++)
-	{
-		KeyFileEntry e;
-
-		if (!keys->present[v])
-			continue;
-		memset(&e, 0, sizeof(e));
-		e.version = v;
-		e.created_ms = keys->created_ms[v];
-		memcpy(e.key, keys->key[v], SNOWFLAKE_KEY_BYTES);
-		memcpy(bytes + sizeof(KeyFileHeader) + i++ * sizeof(KeyFileEntry), &e, sizeof(e));
-		explicit_bzero(&e, sizeof(e));
-	}
-	Assert(i == keys->nkeys);
-	crc = key_crc(bytes, length - sizeof(pg_crc32c));
-	memcpy(bytes + length - sizeof(pg_crc32c), &crc, sizeof(crc));
-
-	fd = OpenTransientFile(KEY_TEMP_FILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
-	if (fd < 0)
-	{
-		explicit_bzero(bytes, sizeof(bytes));
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create file \"%s\": %m", KEY_TEMP_FILE)));
-	}
-	errno = 0;
-	if (write(fd, bytes, length) != (ssize_t) length)
-	{
-		int			save_errno = errno;
-
-		CloseTransientFile(fd);
-		explicit_bzero(bytes, sizeof(bytes));
-		unlink(KEY_TEMP_FILE);
-		/* a short write without an error means the disk is full */
-		errno = save_errno ? save_errno : ENOSPC;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", KEY_TEMP_FILE)));
-	}
-	if (CloseTransientFile(fd) != 0)
-	{
-		explicit_bzero(bytes, sizeof(bytes));
-		unlink(KEY_TEMP_FILE);
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not close file \"%s\": %m", KEY_TEMP_FILE)));
-	}
-	/* fsyncs the file and the directory; errors at ERROR */
-	(void) durable_rename(KEY_TEMP_FILE, SNOWFLAKE_KEY_FILE, ERROR);
-	/* this backend sees its own change at once */
-	key_cache_set(bytes, length, keys);
-	key_cache.read_at = GetCurrentTransactionStartTimestamp();
-	explicit_bzero(bytes, sizeof(bytes));
-}
+/* ---- the superuser functions ---- */
 
 /*
  * A key administrator's preconditions: superuser, not in recovery (a
- * standby's keys come from its primary), and the writers' lock.  Returns
- * the keys as the file has them now.
+ * standby's keys come from its primary), and the writers' lock: mode on the
+ * key table, or, with 0.3.0's objects, a cluster-wide advisory lock for
+ * the file.  Returns the key table (InvalidOid for the file).
  */
-static const KeySet *
-key_begin_change(const char *function)
+static Oid
+key_begin_change(FunctionCallInfo fcinfo, const char *function, LOCKMODE mode)
 {
+	Oid			fn_oid = fcinfo->flinfo->fn_oid;
+	Oid			relid;
 	LOCKTAG		tag;
 
 	if (!superuser())
@@ -496,23 +526,117 @@ key_begin_change(const char *function)
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot change public id keys during recovery"),
-				 errhint("Change the keys on the primary, then copy its file \"%s\" to the standbys.",
-						 SNOWFLAKE_KEY_FILE)));
+				 errhint("Change the keys on the primary: the standbys replay the change.")));
+	relid = key_table_lock(fn_oid, mode);
+	if (OidIsValid(relid))
+	{
+		/* the rows as they are now, under the lock */
+		key_table.read = false;
+		(void) key_load(fn_oid, true);
+		return relid;
+	}
 	/* database 0: one lock for the whole cluster, whose data directory holds the file */
-	SET_LOCKTAG_ADVISORY(tag, InvalidOid, KEY_MAGIC, 0, 0x5346);
+	SET_LOCKTAG_ADVISORY(tag, InvalidOid, KEY_FILE_MAGIC, 0, 0x5346);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	return key_load(true);
+	(void) key_load_file(true);
+	return InvalidOid;
 }
 
-/* ---- the superuser functions ---- */
+/* Refuse to change the table's keys while the file's are not moved */
+static void
+key_check_moved(const char *function)
+{
+	if (key_table.rows == 0 && key_cache.source == KEYS_FILE && key_cache.keys.nkeys > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot run %s: the keys of public ids are still in the file \"%s\"",
+						function, SNOWFLAKE_KEY_FILE),
+				 errdetail("Public ids made with them must keep decoding."),
+				 errhint("Move them into the table first: SELECT snowflake_public_keys_move_from_file();")));
+}
+
+/* The schema-qualified name of the key table, for statements */
+static char *
+key_table_qualified(Oid relid)
+{
+	return psprintf("%s.%s", quote_identifier(get_namespace_name(get_rel_namespace(relid))),
+					KEY_TABLE_NAME);
+}
+
+/* Insert a key, wrapped under the root key, as the current one or not */
+static void
+key_table_insert(Oid relid, int version, int64 created_ms, const unsigned char *key, bool current)
+{
+	unsigned char wrapped[KEYWRAP_WRAPPED_LEN(SNOWFLAKE_KEY_BYTES)];
+	bytea	   *wrapped_datum;
+	Oid			types[5] = {INT4OID, TIMESTAMPTZOID, BOOLOID, BYTEAOID, TEXTOID};
+	Datum		values[5];
+	char	   *sql;
+
+	if (!KeyWrap(RootKeyRequire(), ROOT_KEY_BYTES, key, SNOWFLAKE_KEY_BYTES, wrapped))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not wrap key version %d", version)));
+	wrapped_datum = (bytea *) palloc(VARHDRSZ + sizeof(wrapped));
+	SET_VARSIZE(wrapped_datum, VARHDRSZ + sizeof(wrapped));
+	memcpy(VARDATA(wrapped_datum), wrapped, sizeof(wrapped));
+	values[0] = Int32GetDatum(version);
+	values[1] = TimestampTzGetDatum(SnowflakeMsToTimestamptz(created_ms));
+	values[2] = BoolGetDatum(current);
+	values[3] = PointerGetDatum(wrapped_datum);
+	values[4] = CStringGetTextDatum(RootKeyCheckValue());
+	/* typed parameters and no operator: nothing another role made can take part */
+	sql = psprintf("INSERT INTO %s (version, created, \"current\", wrapped, root_check) VALUES ($1, $2, $3, $4, $5)",
+				   key_table_qualified(relid));
+	if (SPI_execute_with_args(sql, 5, types, values, NULL, false, 0) != SPI_OK_INSERT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not insert key version %d", version)));
+}
+
+/*
+ * Every session reads the table again once this transaction commits (its
+ * trigger does the same for any other change of its rows).
+ */
+static void
+key_table_changed(Oid relid)
+{
+	CacheInvalidateRelcacheByRelid(relid);
+	key_table.read = false;
+}
+
+/* The key table's statement trigger: see key_table_changed */
+Datum
+snowflake_public_key_changed(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("_snowflake_public_key_changed() must be called as a trigger")));
+	key_table_changed(RelationGetRelid(((TriggerData *) fcinfo->context)->tg_relation));
+	return PointerGetDatum(NULL);
+}
 
 Datum
 snowflake_public_key_create(PG_FUNCTION_ARGS)
 {
 	KeySet		keys;
 	int			version;
+	Oid			relid;
 
-	memcpy(&keys, key_begin_change("snowflake_public_key_create"), sizeof(keys));
+	/* creators wait for each other, not for readers */
+	relid = key_begin_change(fcinfo, "snowflake_public_key_create", ShareRowExclusiveLock);
+	if (OidIsValid(relid))
+	{
+		key_check_moved("snowflake_public_key_create()");
+		(void) RootKeyRequire();
+	}
+	memcpy(&keys, &key_cache.keys, sizeof(keys));
+	if (OidIsValid(relid) && key_table.rows == 0)
+	{
+		memset(&keys, 0, sizeof(keys));
+		keys.current = -1;
+	}
 	version = keys.current < 0 ? 1 : (keys.current + 1) % SNOWFLAKE_PUBLIC_VERSIONS;
 	if (keys.present[version])
 	{
@@ -533,11 +657,35 @@ snowflake_public_key_create(PG_FUNCTION_ARGS)
 	}
 	keys.present[version] = true;
 	keys.created_ms[version] = SnowflakeTimestamptzToMs(GetCurrentTimestamp());
-	keys.current = version;
-	keys.nkeys++;
 	PG_TRY();
 	{
-		key_write(&keys);
+		if (OidIsValid(relid))
+		{
+			char	   *sql = psprintf("UPDATE %s SET \"current\" = false WHERE \"current\"",
+									   key_table_qualified(relid));
+
+			SPI_connect();
+			if (SPI_execute(sql, false, 0) != SPI_OK_UPDATE)
+				ereport(ERROR,
+						(errcode(ERRCODE_INTERNAL_ERROR),
+						 errmsg("could not update the current key")));
+			key_table_insert(relid, version, keys.created_ms[version], keys.key[version], true);
+			SPI_finish();
+			key_table_changed(relid);
+		}
+		else
+		{
+			char		bytes[KEY_FILE_MAX_SIZE];
+			size_t		length;
+
+			keys.current = version;
+			keys.nkeys++;
+			length = KeyFileWrite(&keys, bytes);
+			/* this backend sees its own change at once */
+			key_cache_set(KEYS_FILE, bytes, length, &keys);
+			key_cache.read_at = GetCurrentTransactionStartTimestamp();
+			explicit_bzero(bytes, sizeof(bytes));
+		}
 	}
 	PG_FINALLY();
 	{
@@ -552,27 +700,48 @@ snowflake_public_key_drop(PG_FUNCTION_ARGS)
 {
 	int32		version = PG_GETARG_INT32(0);
 	KeySet		keys;
+	Oid			relid;
 
-	memcpy(&keys, key_begin_change("snowflake_public_key_drop"), sizeof(keys));
-	if (version < 0 || version >= SNOWFLAKE_PUBLIC_VERSIONS || !keys.present[version])
-	{
-		explicit_bzero(&keys, sizeof(keys));
+	/* waits out every transaction that has used a key, and holds off new ones */
+	relid = key_begin_change(fcinfo, "snowflake_public_key_drop", AccessExclusiveLock);
+	if (OidIsValid(relid))
+		key_check_moved("snowflake_public_key_drop()");
+	if (version < 0 || version >= SNOWFLAKE_PUBLIC_VERSIONS || !key_cache.keys.present[version] ||
+		(OidIsValid(relid) && key_table.rows == 0))
 		PG_RETURN_BOOL(false);
-	}
-	if (version == keys.current)
-	{
-		explicit_bzero(&keys, sizeof(keys));
+	if (version == key_cache.keys.current)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot drop key version %d: it is the current key", version),
 				 errhint("Create a new key with snowflake_public_key_create() first.")));
+	if (OidIsValid(relid))
+	{
+		Oid			types[1] = {INT4OID};
+		Datum		values[1] = {Int32GetDatum(version)};
+		char	   *sql = psprintf("DELETE FROM %s WHERE version OPERATOR(pg_catalog.=) $1",
+								   key_table_qualified(relid));
+
+		SPI_connect();
+		if (SPI_execute_with_args(sql, 1, types, values, NULL, false, 0) != SPI_OK_DELETE)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("could not delete key version %d", version)));
+		SPI_finish();
+		key_table_changed(relid);
+		PG_RETURN_BOOL(true);
 	}
+	memcpy(&keys, &key_cache.keys, sizeof(keys));
 	keys.present[version] = false;
 	explicit_bzero(keys.key[version], SNOWFLAKE_KEY_BYTES);
 	keys.nkeys--;
 	PG_TRY();
 	{
-		key_write(&keys);
+		char		bytes[KEY_FILE_MAX_SIZE];
+		size_t		length = KeyFileWrite(&keys, bytes);
+
+		key_cache_set(KEYS_FILE, bytes, length, &keys);
+		key_cache.read_at = GetCurrentTransactionStartTimestamp();
+		explicit_bzero(bytes, sizeof(bytes));
 	}
 	PG_FINALLY();
 	{
@@ -580,6 +749,58 @@ snowflake_public_key_drop(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	PG_RETURN_BOOL(true);
+}
+
+/*
+ * snowflake_public_keys_move_from_file() returns integer: the keys of
+ * 0.3.0's file, the same bits, versions, creation times and current key,
+ * written into the table wrapped under the root key, in the caller's
+ * transaction (so a failure half-way leaves the file in use).  From its
+ * commit on, the table's keys are used and the file is not read.
+ */
+Datum
+snowflake_public_keys_move_from_file(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	KeySet		keys;
+	volatile int moved = 0;
+
+	relid = key_begin_change(fcinfo, "snowflake_public_keys_move_from_file", ShareRowExclusiveLock);
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the extension's objects are older than this library"),
+				 errhint("Update them first: ALTER EXTENSION snowflake UPDATE.")));
+	if (key_table.rows > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the keys of public ids are already in the table"),
+				 errdetail("The file \"%s\" is no longer read.", SNOWFLAKE_KEY_FILE)));
+	if (key_cache.source != KEYS_FILE || key_cache.keys.nkeys == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("there is no key file \"%s\" to move", SNOWFLAKE_KEY_FILE)));
+	(void) RootKeyRequire();
+	memcpy(&keys, &key_cache.keys, sizeof(keys));
+	PG_TRY();
+	{
+		SPI_connect();
+		for (int v = 0; v < SNOWFLAKE_PUBLIC_VERSIONS; v++)
+		{
+			if (!keys.present[v])
+				continue;
+			key_table_insert(relid, v, keys.created_ms[v], keys.key[v], v == keys.current);
+			moved++;
+		}
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		explicit_bzero(&keys, sizeof(keys));
+	}
+	PG_END_TRY();
+	key_table_changed(relid);
+	PG_RETURN_INT32(moved);
 }
 
 /*
@@ -611,8 +832,8 @@ snowflake_public_keys(PG_FUNCTION_ARGS)
 	}
 	funcctx = SRF_PERCALL_SETUP();
 	next = (int *) funcctx->user_fctx;
-	/* the file as it is now, at the first row */
-	keys = key_load(*next == 0);
+	/* the keys as they are now, at the first row */
+	keys = key_load(fcinfo->flinfo->fn_oid, *next == 0);
 	for (; *next < SNOWFLAKE_PUBLIC_VERSIONS; (*next)++)
 	{
 		int			v = *next;
@@ -646,19 +867,22 @@ Datum
 snowflake_public_id(PG_FUNCTION_ARGS)
 {
 	int64		id = PG_GETARG_INT64(0);
+	Oid			fn_oid = fcinfo->flinfo->fn_oid;
 	const KeySet *keys;
 	char		out[SNOWFLAKE_PUBLIC_LENGTH + 1];
 
 	idtext_check_id(id);
-	keys = key_load(false);
+	keys = key_load(fn_oid, false);
 	if (keys->current < 0)
-		keys = key_load(true);	/* one may have been made since */
+		keys = key_load(fn_oid, true);	/* one may have been made since */
 	if (keys->current < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no public id key exists"),
+				 key_cache.source == KEYS_FILE && !OidIsValid(key_table.oid) ?
 				 errhint("A superuser creates one with snowflake_public_key_create(), or copies the key file \"%s\" from a server of the same application.",
-						 SNOWFLAKE_KEY_FILE)));
+						 SNOWFLAKE_KEY_FILE) :
+				 errhint("If this application has made public ids before, this database lacks its keys: they come with the database (replication, pg_dump, pg_upgrade); restore it from there rather than create another key.  Otherwise a superuser creates the first with snowflake_public_key_create().")));
 	if (PublicIdEncrypt(key_cipher(keys->current), keys->current, id, out) != PUBLIC_ID_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
@@ -670,6 +894,7 @@ Datum
 snowflake_id_from_public(PG_FUNCTION_ARGS)
 {
 	text	   *input = PG_GETARG_TEXT_PP(0);
+	Oid			fn_oid = fcinfo->flinfo->fn_oid;
 	unsigned char digits[SNOWFLAKE_PUBLIC_LENGTH];
 	const KeySet *keys;
 	int			version;
@@ -678,9 +903,9 @@ snowflake_id_from_public(PG_FUNCTION_ARGS)
 
 	idtext_parse_digits(input, SNOWFLAKE_PUBLIC_LENGTH, "public id", digits);
 	version = digits[0];
-	keys = key_load(false);
+	keys = key_load(fn_oid, false);
 	if (!keys->present[version])
-		keys = key_load(true);	/* it may have been made since */
+		keys = key_load(fn_oid, true);	/* it may have been made since */
 
 	/*
 	 * The same code as a malformed string: anyone can type a version
@@ -692,15 +917,17 @@ snowflake_id_from_public(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("public id \"%s\" needs key version %d, which this server does not have",
 						text_to_cstring(input), version),
+				 key_cache.source == KEYS_FILE && !OidIsValid(key_table.oid) ?
 				 errhint("If a server of the same application made it, copy the key file \"%s\" from there.",
-						 SNOWFLAKE_KEY_FILE)));
+						 SNOWFLAKE_KEY_FILE) :
+				 errhint("If a server of the same application made it, this database lacks that key: keys come with the database (replication, pg_dump, pg_upgrade).")));
 	result = PublicIdDecrypt(key_cipher(version), version, digits + 1, &id);
-	if (result == PUBLIC_ID_NOT_MADE_BY_KEY)
+	if (result == PUBLIC_ID_NOT_MADE_BY_KEY && key_cache.source == KEYS_FILE)
 	{
 		/* the version may have been dropped and made again since */
 		uint64		generation = key_cache.generation;
 
-		keys = key_load(true);
+		keys = key_load(fn_oid, true);
 		if (key_cache.generation != generation && keys->present[version])
 			result = PublicIdDecrypt(key_cipher(version), version, digits + 1, &id);
 	}

@@ -1,27 +1,24 @@
 /*-------------------------------------------------------------------------
  *
  * publicid.h
- *	  Keys of public ids: their durable file in the data directory.
+ *	  Public ids and their keys, for SQL: the functions of src/publicid.c.
  *
- * The functions of src/publicid.c need no shared memory and no preload:
- * each backend reads the key file (one open, fstat, read and close) at its
- * first use in a transaction a second or more after its last reading, and
- * at once when a public id names a key it lacks.
+ * They need no shared memory; the keys need the root key, which needs the
+ * library preloaded (src/rootkey.h).  Each backend keeps the keys it read
+ * from the key table (or from 0.3.0's file, until its keys are moved) and
+ * reads the table again after a change of its rows commits.
  *
- * Locking: no shared memory, so no LWLock.  Writers of the file
- * (snowflake_public_key_create and _drop) serialise on a cluster-wide
- * advisory lock held to the end of their transaction; readers need none,
- * as the file is replaced whole by durable_rename().
+ * Locking: no shared memory, so no LWLock.  A transaction that uses a key
+ * holds AccessShareLock on the key table to its end; creators take
+ * ShareRowExclusiveLock (one at a time, readers go on); a drop takes
+ * AccessExclusiveLock, so no transaction that used the dropped key is
+ * still running when it commits, and none starts using keys before it
+ * commits.  With 0.3.0's objects, the file's writers serialise on a
+ * cluster-wide advisory lock.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef SNOWFLAKE_PUBLICID_H
 #define SNOWFLAKE_PUBLICID_H
-
-/* In the data directory, next to the high-water mark */
-#define SNOWFLAKE_KEY_FILE		"snowflake.publickeys"
-
-/* AES-256 */
-#define SNOWFLAKE_KEY_BYTES		32
 
 #endif							/* SNOWFLAKE_PUBLICID_H */

@@ -255,13 +255,13 @@ RootKeyRequire(void)
 }
 
 /*
- * snowflake_root_key_check() returns text: the first 3 bytes of AES-256 of
- * a zero block under the root key, in hex, as the public ids' keys have
- * one: equal on two servers when they hold the same root key, and nothing
- * of the key otherwise.
+ * The check value of the root key: the first 3 bytes of AES-256 of a zero
+ * block under it, in hex, as the public ids' keys have one: equal on two
+ * servers when they hold the same root key, and nothing of the key
+ * otherwise.  Errors as RootKeyRequire when there is none.
  */
-Datum
-snowflake_root_key_check(PG_FUNCTION_ARGS)
+char *
+RootKeyCheckValue(void)
 {
 	const unsigned char *key = RootKeyRequire();
 	unsigned char zero[16] = {0};
@@ -279,5 +279,12 @@ snowflake_root_key_check(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not compute the check value of the root key")));
-	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%02X%02X%02X", block[0], block[1], block[2])));
+	return psprintf("%02X%02X%02X", block[0], block[1], block[2]);
+}
+
+/* snowflake_root_key_check() returns text: RootKeyCheckValue() */
+Datum
+snowflake_root_key_check(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(RootKeyCheckValue()));
 }

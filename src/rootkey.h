@@ -35,4 +35,7 @@ extern void RootKeyStartup(void);
  */
 extern const unsigned char *RootKeyRequire(void);
 
+/* The root key's check value (6 hex digits), or the same error */
+extern char *RootKeyCheckValue(void);
+
 #endif							/* SNOWFLAKE_ROOTKEY_H */

@@ -1,6 +1,9 @@
-# Keys of public ids across restarts, a crash, a second server, a standby
-# and its promotion; who can read them (nobody but superusers, pg_monitor
-# included); and what the key file's loader refuses.
+# The key file of 0.3.0, which this library keeps reading and writing while
+# the extension's objects are 0.3.0's (between an update of the package
+# and ALTER EXTENSION ... UPDATE): keys across restarts, a crash, a second
+# server, a standby and its promotion; who can read them (nobody but
+# superusers, pg_monitor included); and what the key file's loader
+# refuses.  The key table of 0.4.0 is 212_key_table.pl's.
 use strict;
 use warnings;
 
@@ -13,25 +16,6 @@ use Test::More;
 use SnowflakeTest;
 
 my $key_file = 'snowflake.publickeys';
-
-# The public ids of ids 1..1000 spread over the id range, as "id|public"
-# lines, with the query that makes them on any server.
-my $ids = 'SELECT g * 9223372036854774 + g AS id FROM generate_series(1::bigint, 1000) g';
-sub public_ids
-{
-	my ($node) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT string_agg(id || '|' || snowflake_public_id(id), ',' ORDER BY id) FROM ($ids) s");
-}
-
-# How many of "id|public" pairs the server decodes back to their ids
-sub decoded
-{
-	my ($node, $pairs) = @_;
-	my $values = join(',', map { my ($i, $p) = split /\|/; "($i, '$p')" } split /,/, $pairs);
-	return $node->safe_psql('postgres',
-		"SELECT count(*) FILTER (WHERE snowflake_id_from_public(p) = i) FROM (VALUES $values) v(i, p)");
-}
 
 # The hex of every key in a node's key file, read as the OS user would
 sub key_hexes
@@ -58,23 +42,23 @@ $a->init(utf8_init(allows_streaming => 1));
 $a->append_conf('postgresql.conf',
 	"shared_preload_libraries = 'snowflake'\njit = off\nlog_statement = 'all'\nlog_min_messages = debug1\n");
 $a->start;
-$a->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+$a->safe_psql('postgres', "CREATE EXTENSION snowflake VERSION '0.3.0'");
 is($a->safe_psql('postgres', 'SELECT snowflake_public_key_create()'), '1', 'the first key is version 1');
-my $v1 = public_ids($a);
-is(decoded($a, $v1), '1000', 'public ids of key 1 decode');
+my $v1 = public_id_pairs($a);
+is(decoded_pairs($a, $v1), '1000', 'public ids of key 1 decode');
 
 # Rotation, then a clean restart
 is($a->safe_psql('postgres', 'SELECT snowflake_public_key_create()'), '2', 'a new key is version 2');
 $a->restart;
-is(decoded($a, $v1), '1000', 'after a new key and a restart, key 1\'s public ids decode');
-my $v2 = public_ids($a);
+is(decoded_pairs($a, $v1), '1000', 'after a new key and a restart, key 1\'s public ids decode');
+my $v2 = public_id_pairs($a);
 is(scalar(grep { (split /\|/)[1] =~ /^2/ } split /,/, $v2), 1000, 'new public ids use version 2');
 isnt($v1, $v2, 'and differ from key 1\'s');
 
 # A crash (no shutdown checkpoint): the file was made durable when written
 $a->stop('immediate');
 $a->start;
-is(decoded($a, $v1 . ',' . $v2), '2000', 'after a crash, both keys\' public ids decode');
+is(decoded_pairs($a, $v1 . ',' . $v2), '2000', 'after a crash, both keys\' public ids decode');
 is($a->safe_psql('postgres', 'SELECT string_agg(version || current::text, \',\' ORDER BY version) FROM snowflake_public_keys()'),
 	'1false,2true', 'the keys and the current one survive the crash');
 
@@ -82,7 +66,7 @@ is($a->safe_psql('postgres', 'SELECT string_agg(version || current::text, \',\' 
 my $b = PostgreSQL::Test::Cluster->new('keys_b');
 $b->init(utf8_init());
 $b->start;
-$b->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+$b->safe_psql('postgres', "CREATE EXTENSION snowflake VERSION '0.3.0'");
 my ($one) = split /,/, $v2;
 my ($one_id, $one_public) = split /\|/, $one;
 like(psql_stderr($b, "SELECT snowflake_id_from_public('$one_public')"),
@@ -93,8 +77,8 @@ like(psql_stderr($b, "SELECT snowflake_public_id(1)"),
 
 # The fleet procedure: copy the file into the running server
 copy_keys($a, $b);
-is(decoded($b, $v1 . ',' . $v2), '2000', 'with the copied file, the second server decodes the first\'s public ids, without a restart');
-is(public_ids($b), $v2, 'and makes the same public ids');
+is(decoded_pairs($b, $v1 . ',' . $v2), '2000', 'with the copied file, the second server decodes the first\'s public ids, without a restart');
+is(public_id_pairs($b), $v2, 'and makes the same public ids');
 is($b->safe_psql('postgres', 'SELECT string_agg(version || check_value, \',\' ORDER BY version) FROM snowflake_public_keys()'),
 	$a->safe_psql('postgres', 'SELECT string_agg(version || check_value, \',\' ORDER BY version) FROM snowflake_public_keys()'),
 	'the check values of the two servers agree');
@@ -105,13 +89,13 @@ my $standby = PostgreSQL::Test::Cluster->new('keys_standby');
 $standby->init_from_backup($a, 'base', has_streaming => 1);
 $standby->start;
 $a->wait_for_catchup($standby);
-is(decoded($standby, $v1 . ',' . $v2), '2000', 'a standby made by pg_basebackup decodes both keys\' public ids');
+is(decoded_pairs($standby, $v1 . ',' . $v2), '2000', 'a standby made by pg_basebackup decodes both keys\' public ids');
 like(psql_stderr($standby, 'SELECT snowflake_public_key_create()'),
 	qr/ERROR:  25006: cannot change public id keys during recovery/, 'a standby refuses to create a key');
 $standby->promote;
 $standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()') or die 'no promotion';
-is(decoded($standby, $v1 . ',' . $v2), '2000', 'promoted, it still decodes them');
-is(public_ids($standby), $v2, 'and makes the same public ids as its primary');
+is(decoded_pairs($standby, $v1 . ',' . $v2), '2000', 'promoted, it still decodes them');
+is(public_id_pairs($standby), $v2, 'and makes the same public ids as its primary');
 $standby->stop;
 
 # Nobody but superusers reads key material: a pg_monitor role (which reads
@@ -187,7 +171,7 @@ $c->init(utf8_init());
 # with fsync, each write takes long enough for the others to run into it
 $c->append_conf('postgresql.conf', "fsync = on\n");
 $c->start;
-$c->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+$c->safe_psql('postgres', "CREATE EXTENSION snowflake VERSION '0.3.0'");
 my @writers;
 for my $w (1 .. 3)
 {
@@ -248,7 +232,7 @@ like(psql_stderr($b, "SELECT snowflake_public_id(1)"),
 	'a symbolic link in its place is refused');
 unlink($b_file);
 write_file($b_file, $good);
-is(decoded($b, $v2), '1000', 'the good file restored, B decodes again');
+is(decoded_pairs($b, $v2), '1000', 'the good file restored, B decodes again');
 is($b->safe_psql('postgres', "SELECT snowflake_id_from_public('$v3')"), '42', 'and the third key\'s public ids');
 
 $b->stop;

@@ -21,7 +21,8 @@ our @EXPORT =
   qw(snowflake_node draw_max is_above psql_stderr step_clock start_with_fake_clock
   clock_behind_id clock_right kill_server stream_ids stream_largest
   lease_coordinator lease_coordinator_setup lease_node wait_for_lease freeze_server thaw_server
-  draw_to_file repeated_ids require_password write_passfile utf8_init capture_proxy);
+  draw_to_file repeated_ids require_password write_passfile utf8_init capture_proxy
+  public_id_pairs decoded_pairs);
 
 # initdb's options for every test server, %init and its extra with them:
 # UTF-8 and a fixed locale, whatever the machine's (a minimal system with no
@@ -458,6 +459,26 @@ sub capture_proxy
 		}
 	}
 	POSIX::_exit(0);
+}
+
+
+# The public ids of ids 1..1000 spread over the id range, as "id|public"
+# lines joined by commas, made by $node.
+my $public_id_sample = 'SELECT g * 9223372036854774 + g AS id FROM generate_series(1::bigint, 1000) g';
+sub public_id_pairs
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT string_agg(id || '|' || snowflake_public_id(id), ',' ORDER BY id) FROM ($public_id_sample) s");
+}
+
+# How many of "id|public" pairs $node decodes back to their ids
+sub decoded_pairs
+{
+	my ($node, $pairs) = @_;
+	my $values = join(',', map { my ($i, $p) = split /\|/; "($i, '$p')" } split /,/, $pairs);
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FILTER (WHERE snowflake_id_from_public(p) = i) FROM (VALUES $values) v(i, p)");
 }
 
 1;
