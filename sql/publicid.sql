@@ -144,6 +144,8 @@ SELECT snowflake_id_from_public(snowflake_public_id(42)) AS restored;
 
 -- The file of 0.3.0 is not there to move, and the keys are in the table
 SELECT snowflake_public_keys_move_from_file();
+-- No previous root key: nothing to rewrap
+SELECT snowflake_root_key_rewrap();
 
 -- 1,000,000 distinct ids give 1,000,000 distinct public ids
 SELECT count(DISTINCT snowflake_public_id(g * 4194304 + g % 4096)) AS public_ids,
@@ -159,6 +161,7 @@ SELECT snowflake_public_key_drop(2);
 SELECT snowflake_id_from_public(snowflake_public_id(42)) AS app_may_encode;
 SELECT snowflake_root_key_check();
 SELECT snowflake_public_keys_move_from_file();
+SELECT snowflake_root_key_rewrap();
 SELECT count(*) FROM snowflake_public_key;
 RESET ROLE;
 -- pg_monitor reads no key row either
@@ -182,7 +185,8 @@ SELECT proname, provolatile, proisstrict, proparallel
  WHERE proname IN ('snowflake_to_text', 'snowflake_from_text', 'snowflake_public_id',
                    'snowflake_id_from_public', 'snowflake_public_key_create',
                    'snowflake_public_key_drop', 'snowflake_public_keys',
-                   'snowflake_root_key_check', 'snowflake_public_keys_move_from_file')
+                   'snowflake_root_key_check', 'snowflake_public_keys_move_from_file',
+                   'snowflake_root_key_rewrap')
  ORDER BY proname;
 
 -- The root key of test/snowflake.conf (000102...1f): its check value is

@@ -77,6 +77,7 @@ PG_FUNCTION_INFO_V1(snowflake_public_key_drop);
 PG_FUNCTION_INFO_V1(snowflake_public_keys);
 PG_FUNCTION_INFO_V1(snowflake_public_keys_move_from_file);
 PG_FUNCTION_INFO_V1(snowflake_public_key_changed);
+PG_FUNCTION_INFO_V1(snowflake_root_key_rewrap);
 
 static void
 idtext_check_id(int64 id)
@@ -293,15 +294,17 @@ key_cache_set(KeySource source, const char *bytes, size_t length, const KeySet *
 }
 
 /*
- * Read the key table's rows into *keys, unwrapping each under the root key
- * (the table is locked).  Returns the number of rows.  A fresh snapshot,
+ * Read the key table's rows into *keys, unwrapping each under the root key,
+ * or under the previous one (then under_previous[version] is set, when
+ * under_previous is not NULL), the table being locked.  Returns the number
+ * of rows.  A fresh snapshot,
  * not the transaction's: a REPEATABLE READ transaction that began before a
  * drop committed must not see the dropped key.  (The catalog snapshot is
  * one: taken anew for a relation that is not a catalog, and usable in
  * parallel workers, unlike GetLatestSnapshot().)
  */
 static int
-key_table_read(Oid relid, KeySet *keys)
+key_table_read(Oid relid, KeySet *keys, bool *under_previous)
 {
 	Relation	rel = table_open(relid, NoLock);
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -358,27 +361,41 @@ key_table_read(Oid relid, KeySet *keys)
 		wrapped = DatumGetByteaPP(values[3]);
 		length = KeyUnwrap(root, ROOT_KEY_BYTES, (unsigned char *) VARDATA_ANY(wrapped),
 						   VARSIZE_ANY_EXHDR(wrapped), key);
+		if (length != SNOWFLAKE_KEY_BYTES && RootKeyPrevious() != NULL)
+		{
+			length = KeyUnwrap(RootKeyPrevious(), ROOT_KEY_BYTES,
+							   (unsigned char *) VARDATA_ANY(wrapped),
+							   VARSIZE_ANY_EXHDR(wrapped), key);
+			if (length == SNOWFLAKE_KEY_BYTES && under_previous != NULL)
+				under_previous[version] = true;
+		}
 		if (length != SNOWFLAKE_KEY_BYTES)
 		{
 			char	   *row_check = TextDatumGetCString(values[4]);
 			char	   *own_check = RootKeyCheckValue();
+			char	   *previous_check = RootKeyPrevious() == NULL ? NULL :
+				RootKeyCheckValueOf(RootKeyPrevious());
 
 			explicit_bzero(key, sizeof(key));
 			explicit_bzero(keys, sizeof(KeySet));
-			if (strcmp(row_check, own_check) == 0)
+			if (strcmp(row_check, own_check) == 0 ||
+				(previous_check != NULL && strcmp(row_check, previous_check) == 0))
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_CORRUPTED),
 						 errmsg("key version %d of public ids fails the integrity check of its unwrap",
 								version),
-						 errdetail("It was wrapped under a root key with this server's check value, %s: its wrapped bytes were changed.",
-								   own_check),
+						 errdetail("It was wrapped under a root key this server has (check value %s): its wrapped bytes were changed.",
+								   row_check),
 						 errhint("Restore the row from a backup of the database.")));
 			ereport(ERROR,
 					(errcode(ERRCODE_SNOWFLAKE_ROOT_KEY),
 					 errmsg("key version %d of public ids does not unwrap under this server's root key",
 							version),
+					 previous_check == NULL ?
 					 errdetail("It was wrapped under the root key whose check value is %s; this server's root key has check value %s.",
-							   row_check, own_check),
+							   row_check, own_check) :
+					 errdetail("It was wrapped under the root key whose check value is %s; this server's root key has check value %s, its previous root key %s.",
+							   row_check, own_check, previous_check),
 					 errhint("Give this server the root key of the servers that made the key (\"snowflake.root_key_command\"), and restart it.")));
 		}
 		memcpy(keys->key[version], key, SNOWFLAKE_KEY_BYTES);
@@ -475,7 +492,7 @@ key_load(Oid fn_oid, bool force)
 		{
 			KeySet		keys;
 
-			key_table.rows = key_table_read(relid, &keys);
+			key_table.rows = key_table_read(relid, &keys, NULL);
 			if (key_table.rows > 0)
 				key_cache_set(KEYS_TABLE, NULL, 0, &keys);
 			explicit_bzero(&keys, sizeof(keys));
@@ -542,6 +559,24 @@ key_begin_change(FunctionCallInfo fcinfo, const char *function, LOCKMODE mode)
 	return InvalidOid;
 }
 
+/*
+ * key_begin_change for what only the key table has (the move, the rewrap):
+ * refused while the extension's objects are 0.3.0's.  Creators wait; readers
+ * go on.
+ */
+static Oid
+key_begin_table_change(FunctionCallInfo fcinfo, const char *function)
+{
+	Oid			relid = key_begin_change(fcinfo, function, ShareRowExclusiveLock);
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the extension's objects are older than this library"),
+				 errhint("Update them first: ALTER EXTENSION snowflake UPDATE.")));
+	return relid;
+}
+
 /* Refuse to change the table's keys while the file's are not moved */
 static void
 key_check_moved(const char *function)
@@ -563,27 +598,35 @@ key_table_qualified(Oid relid)
 					KEY_TABLE_NAME);
 }
 
-/* Insert a key, wrapped under the root key, as the current one or not */
-static void
-key_table_insert(Oid relid, int version, int64 created_ms, const unsigned char *key, bool current)
+/* A key version wrapped under the root key, as a bytea */
+static Datum
+key_wrapped_datum(int version, const unsigned char *key)
 {
 	unsigned char wrapped[KEYWRAP_WRAPPED_LEN(SNOWFLAKE_KEY_BYTES)];
-	bytea	   *wrapped_datum;
-	Oid			types[5] = {INT4OID, TIMESTAMPTZOID, BOOLOID, BYTEAOID, TEXTOID};
-	Datum		values[5];
-	char	   *sql;
+	bytea	   *datum;
 
 	if (!KeyWrap(RootKeyRequire(), ROOT_KEY_BYTES, key, SNOWFLAKE_KEY_BYTES, wrapped))
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not wrap key version %d", version)));
-	wrapped_datum = (bytea *) palloc(VARHDRSZ + sizeof(wrapped));
-	SET_VARSIZE(wrapped_datum, VARHDRSZ + sizeof(wrapped));
-	memcpy(VARDATA(wrapped_datum), wrapped, sizeof(wrapped));
+	datum = (bytea *) palloc(VARHDRSZ + sizeof(wrapped));
+	SET_VARSIZE(datum, VARHDRSZ + sizeof(wrapped));
+	memcpy(VARDATA(datum), wrapped, sizeof(wrapped));
+	return PointerGetDatum(datum);
+}
+
+/* Insert a key, wrapped under the root key, as the current one or not */
+static void
+key_table_insert(Oid relid, int version, int64 created_ms, const unsigned char *key, bool current)
+{
+	Oid			types[5] = {INT4OID, TIMESTAMPTZOID, BOOLOID, BYTEAOID, TEXTOID};
+	Datum		values[5];
+	char	   *sql;
+
 	values[0] = Int32GetDatum(version);
 	values[1] = TimestampTzGetDatum(SnowflakeMsToTimestamptz(created_ms));
 	values[2] = BoolGetDatum(current);
-	values[3] = PointerGetDatum(wrapped_datum);
+	values[3] = key_wrapped_datum(version, key);
 	values[4] = CStringGetTextDatum(RootKeyCheckValue());
 	/* typed parameters and no operator: nothing another role made can take part */
 	sql = psprintf("INSERT INTO %s (version, created, \"current\", wrapped, root_check) VALUES ($1, $2, $3, $4, $5)",
@@ -765,12 +808,7 @@ snowflake_public_keys_move_from_file(PG_FUNCTION_ARGS)
 	KeySet		keys;
 	volatile int moved = 0;
 
-	relid = key_begin_change(fcinfo, "snowflake_public_keys_move_from_file", ShareRowExclusiveLock);
-	if (!OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the extension's objects are older than this library"),
-				 errhint("Update them first: ALTER EXTENSION snowflake UPDATE.")));
+	relid = key_begin_table_change(fcinfo, "snowflake_public_keys_move_from_file");
 	if (key_table.rows > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -801,6 +839,59 @@ snowflake_public_keys_move_from_file(PG_FUNCTION_ARGS)
 	PG_END_TRY();
 	key_table_changed(relid);
 	PG_RETURN_INT32(moved);
+}
+
+/*
+ * snowflake_root_key_rewrap() returns integer: every key wrapped under the
+ * previous root key ("snowflake.previous_root_key_command") wrapped again
+ * under the root key, in the caller's transaction; the keys' bits, and so
+ * every public id, stay the same.  Returns how many rows it rewrapped.
+ * Creators wait for it; readers do not (the keys do not change).
+ */
+Datum
+snowflake_root_key_rewrap(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	KeySet		keys;
+	bool		under_previous[SNOWFLAKE_PUBLIC_VERSIONS] = {false};
+	volatile int rewrapped = 0;
+
+	relid = key_begin_table_change(fcinfo, "snowflake_root_key_rewrap");
+	(void) RootKeyRequire();
+	(void) key_table_read(relid, &keys, under_previous);
+	PG_TRY();
+	{
+		Oid			types[3] = {INT4OID, BYTEAOID, TEXTOID};
+		char	   *sql = psprintf("UPDATE %s SET wrapped = $2, root_check = $3 WHERE version OPERATOR(pg_catalog.=) $1",
+								   key_table_qualified(relid));
+		Datum		root_check = CStringGetTextDatum(RootKeyCheckValue());
+
+		SPI_connect();
+		for (int v = 0; v < SNOWFLAKE_PUBLIC_VERSIONS; v++)
+		{
+			Datum		values[3];
+
+			if (!keys.present[v] || !under_previous[v])
+				continue;
+			values[0] = Int32GetDatum(v);
+			values[1] = key_wrapped_datum(v, keys.key[v]);
+			values[2] = root_check;
+			if (SPI_execute_with_args(sql, 3, types, values, NULL, false, 0) != SPI_OK_UPDATE ||
+				SPI_processed != 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_INTERNAL_ERROR),
+						 errmsg("could not rewrap key version %d", v)));
+			rewrapped++;
+		}
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		explicit_bzero(&keys, sizeof(keys));
+	}
+	PG_END_TRY();
+	key_table_changed(relid);
+	PG_RETURN_INT32(rewrapped);
 }
 
 /*

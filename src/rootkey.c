@@ -3,8 +3,10 @@
  * rootkey.c
  *	  The root key: the setting "snowflake.root_key_command", the one run of
  *	  that command when the server starts, and the 256 bits it prints, kept
- *	  in process memory only.  Also the SQL function that shows the root
- *	  key's check value, so that the servers of a fleet can be compared.
+ *	  in process memory only; the same for the previous root key
+ *	  ("snowflake.previous_root_key_command") during a root rotation.  Also
+ *	  the SQL function that shows the root key's check value, so that the
+ *	  servers of a fleet can be compared.
  *
  * Where the command runs: in the postmaster, once, while it sets up shared
  * memory at start-up (the library must be in shared_preload_libraries).
@@ -57,34 +59,54 @@ typedef enum RootKeyState
 	ROOT_KEY_NOT_RUN,			/* no start-up here: the library was not
 								 * preloaded */
 	ROOT_KEY_UNSET,				/* the setting is empty */
-	ROOT_KEY_FAILED,			/* root_key_problem says why */
+	ROOT_KEY_FAILED,			/* problem says why */
 	ROOT_KEY_READY
 } RootKeyState;
 
-static char *snowflake_root_key_command = NULL;
+/* A root key, from the command of its setting */
+typedef struct RootKeySlot
+{
+	const char *setting;
+	const char *what;			/* for messages */
+	char	   *command;		/* the setting's value */
+	RootKeyState state;
+	unsigned char key[ROOT_KEY_BYTES];
+	char	   *problem;		/* a sentence on why the command gave no
+								 * key, in TopMemoryContext */
+} RootKeySlot;
 
-static RootKeyState root_key_state = ROOT_KEY_NOT_RUN;
-static unsigned char root_key[ROOT_KEY_BYTES];
-
-/* A sentence on why the command gave no key, in TopMemoryContext */
-static char *root_key_problem = NULL;
+/* The root key, and the previous one while keys are rewrapped */
+static RootKeySlot root_key = {.setting = "snowflake.root_key_command", .what = "the root key"};
+static RootKeySlot previous_root_key = {
+	.setting = "snowflake.previous_root_key_command", .what = "the previous root key"
+};
 
 PG_FUNCTION_INFO_V1(snowflake_root_key_check);
 
 void
 RootKeyInit(void)
 {
+	GucContext	context = process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP;
+
 	/*
 	 * Superuser only, as "ssl_passphrase_command": the command names where
 	 * the key lives.  A library loaded after start-up cannot define a
 	 * PGC_POSTMASTER variable; it then runs no command anyway.
 	 */
-	DefineCustomStringVariable("snowflake.root_key_command",
+	DefineCustomStringVariable(root_key.setting,
 							   "Command that prints the root key, 64 hexadecimal digits, under which the keys of public ids are wrapped.",
 							   "Run once, when the server starts; its output is kept in memory only.",
-							   &snowflake_root_key_command,
+							   &root_key.command,
 							   "",
-							   process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP,
+							   context,
+							   GUC_SUPERUSER_ONLY,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable(previous_root_key.setting,
+							   "Command that prints the previous root key, while the keys of public ids are rewrapped under a new one; empty otherwise.",
+							   "Keys wrapped under it are unwrapped with it until snowflake_root_key_rewrap() wraps them under the root key.",
+							   &previous_root_key.command,
+							   "",
+							   context,
 							   GUC_SUPERUSER_ONLY,
 							   NULL, NULL, NULL);
 }
@@ -173,18 +195,18 @@ rootkey_run(const char *command, unsigned char *key)
 	return problem;
 }
 
-void
-RootKeyStartup(void)
+/* Run a slot's command, once; log what went wrong */
+static void
+rootkey_startup(RootKeySlot *slot)
 {
 	MemoryContext context = CurrentMemoryContext;
 	const char *volatile problem = NULL;
 
-	/* the postmaster (or a single-user server), once */
-	if (IsUnderPostmaster || root_key_state != ROOT_KEY_NOT_RUN)
+	if (slot->state != ROOT_KEY_NOT_RUN)
 		return;
-	if (snowflake_root_key_command == NULL || snowflake_root_key_command[0] == '\0')
+	if (slot->command == NULL || slot->command[0] == '\0')
 	{
-		root_key_state = ROOT_KEY_UNSET;
+		slot->state = ROOT_KEY_UNSET;
 		return;
 	}
 
@@ -195,7 +217,7 @@ RootKeyStartup(void)
 	 */
 	PG_TRY();
 	{
-		problem = rootkey_run(snowflake_root_key_command, root_key);
+		problem = rootkey_run(slot->command, slot->key);
 	}
 	PG_CATCH();
 	{
@@ -210,26 +232,36 @@ RootKeyStartup(void)
 
 	if (problem == NULL)
 	{
-		root_key_state = ROOT_KEY_READY;
+		slot->state = ROOT_KEY_READY;
 		return;
 	}
-	explicit_bzero(root_key, sizeof(root_key));
-	root_key_problem = MemoryContextStrdup(TopMemoryContext, problem);
-	root_key_state = ROOT_KEY_FAILED;
+	explicit_bzero(slot->key, sizeof(slot->key));
+	slot->problem = MemoryContextStrdup(TopMemoryContext, problem);
+	slot->state = ROOT_KEY_FAILED;
 	ereport(WARNING,
 			(errcode(ERRCODE_SNOWFLAKE_ROOT_KEY),
-			 errmsg("could not read the root key from \"snowflake.root_key_command\""),
-			 errdetail_internal("%s", root_key_problem),
+			 errmsg("could not read %s from \"%s\"", slot->what, slot->setting),
+			 errdetail_internal("%s", slot->problem),
 			 errhint("Public ids are refused until the command prints the key and the server is restarted; ids are not affected.")));
+}
+
+void
+RootKeyStartup(void)
+{
+	/* the postmaster (or a single-user server) */
+	if (IsUnderPostmaster)
+		return;
+	rootkey_startup(&root_key);
+	rootkey_startup(&previous_root_key);
 }
 
 const unsigned char *
 RootKeyRequire(void)
 {
-	switch (root_key_state)
+	switch (root_key.state)
 	{
 		case ROOT_KEY_READY:
-			return root_key;
+			return root_key.key;
 		case ROOT_KEY_NOT_RUN:
 			ereport(ERROR,
 					(errcode(ERRCODE_SNOWFLAKE_ROOT_KEY),
@@ -247,23 +279,28 @@ RootKeyRequire(void)
 			ereport(ERROR,
 					(errcode(ERRCODE_SNOWFLAKE_ROOT_KEY),
 					 errmsg("no root key: \"snowflake.root_key_command\" failed when the server started"),
-					 errdetail_internal("%s", root_key_problem),
+					 errdetail_internal("%s", root_key.problem),
 					 errhint("Fix the command, then restart the server.")));
 			break;
 	}
 	pg_unreachable();
 }
 
+const unsigned char *
+RootKeyPrevious(void)
+{
+	return previous_root_key.state == ROOT_KEY_READY ? previous_root_key.key : NULL;
+}
+
 /*
- * The check value of the root key: the first 3 bytes of AES-256 of a zero
+ * The check value of a root key: the first 3 bytes of AES-256 of a zero
  * block under it, in hex, as the public ids' keys have one: equal on two
  * servers when they hold the same root key, and nothing of the key
- * otherwise.  Errors as RootKeyRequire when there is none.
+ * otherwise.
  */
 char *
-RootKeyCheckValue(void)
+RootKeyCheckValueOf(const unsigned char *key)
 {
-	const unsigned char *key = RootKeyRequire();
 	unsigned char zero[16] = {0};
 	unsigned char block[16];
 	Ff1Key		aes = {NULL};
@@ -272,14 +309,20 @@ RootKeyCheckValue(void)
 	if (Ff1KeyInit(&aes, key, ROOT_KEY_BYTES) != FF1_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("could not prepare the root key")));
+				 errmsg("could not prepare a root key")));
 	done = Ff1Block(&aes, zero, block);
 	Ff1KeyFree(&aes);
 	if (!done)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not compute the check value of the root key")));
+				 errmsg("could not compute the check value of a root key")));
 	return psprintf("%02X%02X%02X", block[0], block[1], block[2]);
+}
+
+char *
+RootKeyCheckValue(void)
+{
+	return RootKeyCheckValueOf(RootKeyRequire());
 }
 
 /* snowflake_root_key_check() returns text: RootKeyCheckValue() */

@@ -3,7 +3,8 @@
  * rootkey.h
  *	  The root key: 256 bits printed by "snowflake.root_key_command" when
  *	  the server starts, kept in the memory of the server's processes only,
- *	  under which the keys of public ids are kept wrapped.
+ *	  under which the keys of public ids are kept wrapped; and, while they
+ *	  are rewrapped under a new root key, the previous one.
  *
  * Locking: none.  The postmaster writes the key once, before it forks any
  * backend; every process reads its own inherited copy.
@@ -35,7 +36,17 @@ extern void RootKeyStartup(void);
  */
 extern const unsigned char *RootKeyRequire(void);
 
-/* The root key's check value (6 hex digits), or the same error */
+/*
+ * The previous root key (from "snowflake.previous_root_key_command"), while
+ * the keys wrapped under it are rewrapped under the root key; NULL when
+ * there is none (what went wrong with its command is in the log).
+ */
+extern const unsigned char *RootKeyPrevious(void);
+
+/* A root key's check value (6 hex digits) */
+extern char *RootKeyCheckValueOf(const unsigned char *key);
+
+/* The root key's check value, or RootKeyRequire's error */
 extern char *RootKeyCheckValue(void);
 
 #endif							/* SNOWFLAKE_ROOTKEY_H */

@@ -136,6 +136,20 @@ COMMENT ON FUNCTION snowflake_public_keys_move_from_file() IS
 
 REVOKE ALL ON FUNCTION snowflake_public_keys_move_from_file() FROM PUBLIC;
 
+-- Root rotation (0.4.0): every key wrapped under the previous root key
+-- (snowflake.previous_root_key_command) wrapped again under the root key,
+-- in the caller's transaction; no public id changes.  Superusers only
+-- (checked in C as well).  VOLATILE, PARALLEL UNSAFE: it writes.
+CREATE FUNCTION snowflake_root_key_rewrap()
+RETURNS integer
+AS 'MODULE_PATHNAME', 'snowflake_root_key_rewrap'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION snowflake_root_key_rewrap() IS
+'wrap the keys wrapped under the previous root key under the root key; returns how many';
+
+REVOKE ALL ON FUNCTION snowflake_root_key_rewrap() FROM PUBLIC;
+
 -- The root key's check value (0.4.0): 3 bytes of AES of a zero block
 -- under it, to see that every server of an application holds the same
 -- root key.  STABLE: the root key changes only with a restart.  PARALLEL

@@ -120,6 +120,19 @@ like(psql_stderr($node, 'SELECT snowflake_root_key_check()'),
 	qr/ERROR:  F0000: no root key: "snowflake.root_key_command" is not set\nHINT:  Set it to a command/,
 	'without a command, the check refuses and says to set one');
 
+# The previous root key's command (a root rotation) fails: logged as such;
+# the root key itself is unaffected
+$node->append_conf('postgresql.conf', "snowflake.root_key_command = '" . command_for($key_file) . "'\n"
+	  . "snowflake.previous_root_key_command = 'exit 4'\n");
+my $offset = -s $node->logfile;
+$node->restart;
+like(substr(slurp_file($node->logfile), $offset),
+	qr/WARNING:  could not read the previous root key from "snowflake.previous_root_key_command"\n.*DETAIL:  The command failed: child process exited with exit code 4\./,
+	'a failing command of the previous root key is logged');
+is($node->safe_psql('postgres', 'SELECT snowflake_root_key_check()'), $check,
+	'and the root key is there all the same');
+$node->append_conf('postgresql.conf', "snowflake.previous_root_key_command = ''\n");
+
 # No trace of a key, or of the secret-looking output, in the log
 my $log = slurp_file($node->logfile);
 unlike($log, qr/$key|$other/i, 'no root key in the server log');
@@ -135,7 +148,7 @@ $plain->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 like(psql_stderr($plain, 'SELECT snowflake_root_key_check()'),
 	qr/ERROR:  F0000: no root key: snowflake must be loaded via "shared_preload_libraries"/,
 	'without preload, the check refuses and says to preload');
-is(slurp_file($runs), "run\nrun\n", 'and the command never ran there');
+is(slurp_file($runs), "run\nrun\nrun\n", 'and the command never ran there');
 $plain->stop;
 
 done_testing();

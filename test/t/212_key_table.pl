@@ -4,7 +4,7 @@
 # public ids; PITR to a point after a key has it, and not a later one;
 # pg_dump + pg_restore into a new cluster with the same root key keeps
 # every public id, and without it or with another is refused clearly; no
-# dump or log holds the root key.  And the move of 0.3.0's key file into
+# dump or log holds the root key; a root rotation changes no public id.  And the move of 0.3.0's key file into
 # the table: the same versions and public ids, all or nothing, the file
 # no longer needed.
 use strict;
@@ -142,6 +142,26 @@ is(decoded_pairs($copy, "$v1,$v2"), '2000', 'a server given the rows by COPY dec
 is(public_id_pairs($copy), $v2, 'and makes the same public ids');
 $copy->stop;
 
+# Root rotation: a new root key, with the previous one beside it until the
+# rows are rewrapped; no public id changes
+my $new_root = join('', map { sprintf('%02x', int(rand(256))) } 1 .. 32);
+PostgreSQL::Test::Utils::append_to_file("$dir/new.key", "$new_root\n");
+$p->append_conf('postgresql.conf', "snowflake.root_key_command = 'cat $dir/new.key'\n"
+	  . "snowflake.previous_root_key_command = 'cat $dir/root.key'\n");
+$p->restart;
+my $new_check = $p->safe_psql('postgres', 'SELECT snowflake_root_key_check()');
+isnt($new_check, $theirs, 'a new root key, another check value');
+my $row_checks = "SELECT string_agg(DISTINCT root_check, ',') FROM snowflake_public_key";
+is($p->safe_psql('postgres', $row_checks), $theirs, 'the rows are still wrapped under the previous root key');
+is(decoded_pairs($p, "$v1,$v2"), '2000', 'which unwraps them meanwhile: every public id decodes');
+is($p->safe_psql('postgres', 'SELECT snowflake_root_key_rewrap()'), '2', 'the rewrap: two keys');
+is($p->safe_psql('postgres', $row_checks), $new_check, 'now wrapped under the new root key');
+is($p->safe_psql('postgres', 'SELECT snowflake_root_key_rewrap()'), '0', 'a second rewrap has nothing to do');
+$p->append_conf('postgresql.conf', "snowflake.previous_root_key_command = ''\n");
+$p->restart;
+is(decoded_pairs($p, "$v1,$v2"), '2000', 'the previous root key removed, every public id decodes');
+is(public_id_pairs($p), $v2, 'and the same ids get the same public ids');
+
 my $text = slurp_file("$dump.sql");
 like($text, qr/COPY public\.snowflake_public_key|COPY \w+\.snowflake_public_key/, 'the plain dump holds the key rows');
 unlike($text . slurp_file($dump), qr/$root/i, 'no dump holds the root key');
@@ -183,7 +203,7 @@ $old->stop;
 # No root key in any server log
 for my $node ($p, $s, $pitr, values %restored, $old, $copy)
 {
-	unlike(slurp_file($node->logfile), qr/$root|$other/i, $node->name . ': no root key in the log');
+	unlike(slurp_file($node->logfile), qr/$root|$other|$new_root/i, $node->name . ': no root key in the log');
 }
 $p->stop;
 
