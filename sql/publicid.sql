@@ -41,7 +41,10 @@ SELECT snowflake_public_id(1);
 SELECT snowflake_id_from_public('1ABCDEFGHJKMNPQ0');
 SELECT count(*) FROM snowflake_public_keys();
 
+-- The first key takes first => true: a database without keys may be one
+-- whose keys are missing
 SELECT snowflake_public_key_create() AS version;
+SELECT snowflake_public_key_create(first => true) AS version;
 SELECT version, current, length(check_value) FROM snowflake_public_keys();
 CREATE TEMP TABLE first_key AS
 	SELECT id, snowflake_public_id(id) AS public_id
@@ -171,12 +174,12 @@ SELECT count(*) FROM snowflake_public_key;
 SELECT * FROM snowflake_public_keys();
 RESET ROLE;
 DROP ROLE publicid_monitor;
-GRANT EXECUTE ON FUNCTION snowflake_public_key_create(), snowflake_public_key_drop(integer) TO publicid_app;
+GRANT EXECUTE ON FUNCTION snowflake_public_key_create(boolean), snowflake_public_key_drop(integer) TO publicid_app;
 SET ROLE publicid_app;
 SELECT snowflake_public_key_create();
 SELECT snowflake_public_key_drop(2);
 RESET ROLE;
-REVOKE EXECUTE ON FUNCTION snowflake_public_key_create(), snowflake_public_key_drop(integer) FROM publicid_app;
+REVOKE EXECUTE ON FUNCTION snowflake_public_key_create(boolean), snowflake_public_key_drop(integer) FROM publicid_app;
 DROP ROLE publicid_app;
 
 -- Volatility as declared

@@ -3125,6 +3125,22 @@ COMMENT ON FUNCTION snowflake_root_key_rewrap() IS
 
 REVOKE ALL ON FUNCTION snowflake_root_key_rewrap() FROM PUBLIC;
 
+-- The first key of an application takes first => true: a database
+-- without keys may be one whose keys are missing (a standby promoted, or a
+-- backup restored, from before them), where a new key would give a
+-- version its application already used other bits.
+DROP FUNCTION snowflake_public_key_create();
+
+CREATE FUNCTION snowflake_public_key_create(first boolean DEFAULT false)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'snowflake_public_key_create'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION snowflake_public_key_create(boolean) IS
+'create a key of 256 random bits; it becomes the current key, and its version is returned (first => true for an application''s first key)';
+
+REVOKE ALL ON FUNCTION snowflake_public_key_create(boolean) FROM PUBLIC;
+
 -- The root key's check value: 3 bytes of AES of a zero block
 -- under it, to see that every server of an application holds the same
 -- root key.  STABLE: the root key changes only with a restart.  PARALLEL

@@ -663,6 +663,8 @@ snowflake_public_key_changed(PG_FUNCTION_ARGS)
 Datum
 snowflake_public_key_create(PG_FUNCTION_ARGS)
 {
+	/* (0.3.0's SQL function takes no argument) */
+	bool		first = PG_NARGS() > 0 && !PG_ARGISNULL(0) && PG_GETARG_BOOL(0);
 	KeySet		keys;
 	int			version;
 	Oid			relid;
@@ -673,6 +675,20 @@ snowflake_public_key_create(PG_FUNCTION_ARGS)
 	{
 		key_check_moved("snowflake_public_key_create()");
 		(void) RootKeyRequire();
+
+		/*
+		 * A database without keys may be one whose keys are missing: a
+		 * standby promoted, or a backup restored, from before the first
+		 * key.  A key made there would take version 1 with other bits than
+		 * the application's version 1: its public ids would be refused, or
+		 * decode to other ids.  Only the operator knows which it is.
+		 */
+		if (key_table.rows == 0 && !first)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("no key of public ids exists in this database"),
+					 errdetail("If its application has made public ids before, their keys are missing here, and a new key would give one of their versions other bits."),
+					 errhint("Restore the keys if they exist (they come with the database: replication, pg_dump, pg_upgrade, or their rows copied from another server of the application); for the application's first key, call snowflake_public_key_create(first => true).")));
 	}
 	memcpy(&keys, &key_cache.keys, sizeof(keys));
 	if (OidIsValid(relid) && key_table.rows == 0)
@@ -973,7 +989,7 @@ snowflake_public_id(PG_FUNCTION_ARGS)
 				 key_cache.source == KEYS_FILE && !OidIsValid(key_table.oid) ?
 				 errhint("A superuser creates one with snowflake_public_key_create(), or copies the key file \"%s\" from a server of the same application.",
 						 SNOWFLAKE_KEY_FILE) :
-				 errhint("If this application has made public ids before, this database lacks its keys: they come with the database (replication, pg_dump, pg_upgrade); restore it from there rather than create another key.  Otherwise a superuser creates the first with snowflake_public_key_create().")));
+				 errhint("If this application has made public ids before, this database lacks its keys: they come with the database (replication, pg_dump, pg_upgrade); restore it from there rather than create another key.  Otherwise a superuser creates the first with snowflake_public_key_create(first => true).")));
 	if (PublicIdEncrypt(key_cipher(keys->current), keys->current, id, out) != PUBLIC_ID_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),

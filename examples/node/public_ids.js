@@ -53,7 +53,7 @@ async function main() {
     customer text NOT NULL
   )`);
   // Once per server (fleet: see README, "Public ids"): a superuser's job.
-  await pool.query(`SELECT snowflake_public_key_create()
+  await pool.query(`SELECT snowflake_public_key_create(first => true)
                      WHERE NOT EXISTS (SELECT FROM snowflake_public_keys())`);
 
   const server = http.createServer((req, res) => handle(req, res).catch((err) => {

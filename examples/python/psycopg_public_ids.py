@@ -84,7 +84,7 @@ def main():
                 payload text NOT NULL
             )""")
         # Once per server (fleet: see README, "Public ids"): a superuser's job.
-        conn.execute("SELECT snowflake_public_key_create()"
+        conn.execute("SELECT snowflake_public_key_create(first => true)"
                      " WHERE NOT EXISTS (SELECT FROM snowflake_public_keys())")
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Events)

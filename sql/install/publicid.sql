@@ -45,14 +45,18 @@ COMMENT ON FUNCTION snowflake_id_from_public(text) IS
 
 -- Key management: superusers only (checked in C as well, so a GRANT does
 -- not open it).  VOLATILE and PARALLEL UNSAFE: they write the key table
--- (0.3.0's file while the extension's objects are 0.3.0's).
-CREATE FUNCTION snowflake_public_key_create()
+-- (0.3.0's file while the extension's objects are 0.3.0's).  Not STRICT:
+-- a NULL first is false.  The first key of an application takes
+-- first => true (0.4.0): a database without keys may be one whose keys are
+-- missing, where a new key would give a version its application already
+-- used other bits.
+CREATE FUNCTION snowflake_public_key_create(first boolean DEFAULT false)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'snowflake_public_key_create'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION snowflake_public_key_create() IS
-'create a key of 256 random bits; it becomes the current key, and its version is returned';
+COMMENT ON FUNCTION snowflake_public_key_create(boolean) IS
+'create a key of 256 random bits; it becomes the current key, and its version is returned (first => true for an application''s first key)';
 
 CREATE FUNCTION snowflake_public_key_drop(version integer)
 RETURNS boolean
@@ -77,7 +81,7 @@ LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_public_keys() IS
 'the public id keys: version, creation, whether current, and a check value to compare servers';
 
-REVOKE ALL ON FUNCTION snowflake_public_key_create(), snowflake_public_key_drop(integer),
+REVOKE ALL ON FUNCTION snowflake_public_key_create(boolean), snowflake_public_key_drop(integer),
 	snowflake_public_keys() FROM PUBLIC;
 
 -- The keys of public ids (0.4.0): one row per version, the key wrapped

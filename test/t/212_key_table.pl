@@ -40,7 +40,7 @@ $s->start;
 # the standby has replayed it.
 my ($pconn, $sconn) = ($p->connstr('postgres'), $s->connstr('postgres'));
 PostgreSQL::Test::Utils::append_to_file("$dir/create-and-wait.sh", <<"SH");
-lsn=\$(psql -XAtq -d "$pconn" -c 'SELECT snowflake_public_key_create()' -c 'SELECT pg_current_wal_lsn()' | tail -1)
+lsn=\$(psql -XAtq -d "$pconn" -c 'SELECT snowflake_public_key_create(first => true)' -c 'SELECT pg_current_wal_lsn()' | tail -1)
 until [ "\$(psql -XAtq -d "$sconn" -c "SELECT pg_last_wal_replay_lsn() >= '\$lsn'")" = t ]; do sleep 0.1; done
 SH
 my ($ret, $out, $err) = $s->psql('postgres', qq{
