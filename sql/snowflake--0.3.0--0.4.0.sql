@@ -234,7 +234,7 @@ BEGIN
 				RAISE EXCEPTION 'the lease table is full'
 					USING ERRCODE = 'program_limit_exceeded',
 						  DETAIL = 'It holds 65536 rows, its limit, and every worker id of the ranges asked for that has a row is leased.',
-						  HINT = 'As the extension''s owner on the coordinator, delete the rows of worker ids no server uses any more (see README, "Running many servers").';
+						  HINT = 'As the extension''s owner on the coordinator, delete the rows of worker ids no server uses any more (see doc/fleet.md, "A bounded table").';
 			END IF;
 		END IF;
 		IF candidate IS NULL THEN

@@ -7,7 +7,7 @@
  *
  * A "node value" is what an id's node field holds.  This server issues for
  * a few of them: its worker id (configured, or from a lease) and the
- * shards of "snowflake.shards".  README ("Words") says why the SQL side
+ * shards of "snowflake.shards".  doc/design.md ("Words") says why the SQL side
  * says worker_id for one and node for the other.
  *
  * Locking: none.  Everything here is set in the postmaster while the

@@ -5,7 +5,7 @@
  *	  of a library that was not preloaded, and how its background workers
  *	  are registered.  Header only: no room calls another through it.
  *
- * The rooms and who may call whom (README, "Code layout"; test/callgraph
+ * The rooms and who may call whom (doc/design.md, "Code layout"; test/callgraph
  * checks it):
  *
  *	 pure:        layout.h, decision.h, clock.h, ff1.h

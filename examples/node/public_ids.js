@@ -52,7 +52,7 @@ async function main() {
     id bigint PRIMARY KEY DEFAULT snowflake_nextval(),
     customer text NOT NULL
   )`);
-  // Once per server (fleet: see README, "Public ids"): a superuser's job.
+  // Once per server (fleet: see doc/public-ids.md): a superuser's job.
   await pool.query(`SELECT snowflake_public_key_create(first => true)
                      WHERE NOT EXISTS (SELECT FROM snowflake_public_keys())`);
 

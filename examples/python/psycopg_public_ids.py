@@ -83,7 +83,7 @@ def main():
                 id bigint PRIMARY KEY DEFAULT snowflake_nextval(),
                 payload text NOT NULL
             )""")
-        # Once per server (fleet: see README, "Public ids"): a superuser's job.
+        # Once per server (fleet: see doc/public-ids.md): a superuser's job.
         conn.execute("SELECT snowflake_public_key_create(first => true)"
                      " WHERE NOT EXISTS (SELECT FROM snowflake_public_keys())")
 

@@ -94,10 +94,10 @@ def main():
     else:
         # 2.x batches ORM inserts only when it can match the rows returned to
         # the objects (an IDENTITY or SERIAL key, or a sentinel column): one
-        # each here, as README says; if that changes, so must README
+        # each here, as doc/clients.md says; if that changes, so must doc/clients.md
         check(len(inserts) == 500,
               f"SQLAlchemy {sqlalchemy.__version__}: the bulk insert of 500 orders took "
-              f"{len(inserts)} INSERTs, not one each as README says")
+              f"{len(inserts)} INSERTs, not one each as doc/clients.md says")
     with Session(engine) as session:
         stored = session.scalars(
             select(Order.id).where(Order.customer.like("customer %")).order_by(Order.id)).all()

@@ -282,7 +282,7 @@ BEGIN
 				RAISE EXCEPTION 'the lease table is full'
 					USING ERRCODE = 'program_limit_exceeded',
 						  DETAIL = 'It holds 65536 rows, its limit, and every worker id of the ranges asked for that has a row is leased.',
-						  HINT = 'As the extension''s owner on the coordinator, delete the rows of worker ids no server uses any more (see README, "Running many servers").';
+						  HINT = 'As the extension''s owner on the coordinator, delete the rows of worker ids no server uses any more (see doc/fleet.md, "A bounded table").';
 			END IF;
 		END IF;
 		IF candidate IS NULL THEN
@@ -597,7 +597,7 @@ COMMENT ON FUNCTION snowflake_lease_release(integer, text, bigint) IS
 '0.3.0''s release, for issuing servers not updated yet: its token stays good while its holder runs';
 
 -- Issuing servers connect with a role granted EXECUTE on the three calls
--- (README, "Running many servers"):
+-- (doc/fleet.md, "A bounded table"):
 --   GRANT EXECUTE ON FUNCTION
 --     snowflake_lease_claim(text, text[], bytea, integer[], integer[], integer, integer, bigint),
 --     snowflake_lease_renew(integer, text[], bytea, integer, bigint),

@@ -43,6 +43,11 @@ is(repeated_ids(@files), 0, 'no id twice among the 800,000');
 is($servers[0]->safe_psql('postgres',
 		"SELECT count(*) = 0 FROM (SELECT snowflake_nextval() AS id FROM generate_series(1, 10)) s, snowflake_decode(s.id) d WHERE d.worker_id <> $workers[0]"),
 	't', 'ids carry the leased worker id');
+# A leased worker id is no shard: a default naming it would go on issuing
+# its ids after the lease moved (doc/layouts.md, "Logical shards").
+my ($ret, $out, $err) = $servers[0]->psql('postgres', "SELECT snowflake_nextval($workers[0])");
+like($err, qr/this server does not issue ids for shard $workers[0]\b/,
+	'snowflake_nextval(w) with the leased worker id w is refused');
 
 # 2. restarts: fast, then immediate
 my $before = $servers[0]->safe_psql('postgres',

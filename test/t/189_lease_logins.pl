@@ -1,4 +1,4 @@
-# README's setup of a fleet: a group role that may call the lease
+# doc/fleet.md's setup of a fleet: a group role that may call the lease
 # functions, and a login of its own for each issuing server, with its
 # logging setting.  Both servers lease through their logins; each lease is
 # its login's (claimed_by); and one server's login can neither end the

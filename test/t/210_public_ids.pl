@@ -27,7 +27,7 @@ sub key_hexes
 }
 
 # Copy a key file into a running server's data directory, atomically (a
-# temporary name in the same directory, then a rename), as README says.
+# temporary name in the same directory, then a rename), as 0.3.0's README said.
 sub copy_keys
 {
 	my ($from, $to) = @_;

@@ -131,7 +131,7 @@ like(draw_max($restored{other}, 10), qr/^\d+$/, 'ids are issued');
 $_->stop for values %restored;
 
 # Servers that do not replicate one database (shards, active-active)
-# share keys by copying the rows, as README shows: COPY out of one, into
+# share keys by copying the rows, as doc/public-ids.md shows: COPY out of one, into
 # the empty table of another with the same root key
 my $copy = snowflake_node('kt_copy', $root_conf . "snowflake.worker_id = 10\n");
 $copy->start;

@@ -1,4 +1,4 @@
-# A highly available coordinator, as README's "Running many servers"
+# A highly available coordinator, as doc/fleet.md
 # describes it: a Patroni cluster of two PostgreSQL members over a 3-member
 # etcd cluster, everything on loopback.  Three issuing servers lease their
 # worker ids through a conninfo that lists both members with
@@ -171,7 +171,7 @@ my @rest_ports = map { PostgreSQL::Test::Cluster::get_free_port() } @members;
 File::Path::make_path($_->basedir) for @members;
 my $scope = "snowflake-coordinator-$$";
 
-# The configuration README's "A highly available coordinator" quotes from.
+# The configuration doc/fleet.md's "A highly available coordinator" quotes from.
 sub patroni_config
 {
 	my ($i) = @_;
@@ -231,11 +231,11 @@ for my $i (1 .. 2)
 	PostgreSQL::Test::Utils::append_to_file("$dir/pg$i.yml", patroni_config($i));
 }
 
-# README quotes the part of it that matters for leases, word for word.
-my $readme = PostgreSQL::Test::Utils::slurp_file("$FindBin::RealBin/../../README.md");
-my ($quoted) = $readme =~ /\*\*A highly available coordinator\.\*\*.*?```yaml\n(.*?)```/s;
+# doc/fleet.md quotes the part of it that matters for leases, word for word.
+my $readme = PostgreSQL::Test::Utils::slurp_file("$FindBin::RealBin/../../doc/fleet.md");
+my ($quoted) = $readme =~ /^## A highly available coordinator\n.*?```yaml\n(.*?)```/ms;
 ok(defined $quoted && index(patroni_config(1), $quoted) >= 0,
-	"README's Patroni configuration is the test's");
+	"doc/fleet.md's Patroni configuration is the test's");
 spawn('patroni1', "$logs/220_ha_coordinator_patroni1.log", 'patroni', "$dir/pg1.yml");
 
 # whether member $m answers $sql with 't'

@@ -5,7 +5,7 @@
 # Afterwards no row is lost or changed against the shadow copy, every
 # foreign key holds, new rows get Snowflake ids, the probe never waited as
 # long as lock_timeout, and the schema is the offline converter's (but for
-# the column order, which README documents).  Then, on a smaller copy: the
+# the column order, which doc/migrating.md documents).  Then, on a smaller copy: the
 # conversion interrupted in each step by pg_cancel_backend(), and once by an
 # immediate restart, and resumed, ends in that same state; abort => true
 # after each step leaves the tables exactly as they were.

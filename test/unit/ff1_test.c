@@ -10,7 +10,7 @@
  * refuses.  Then round trips of both text forms over random ids and the
  * edge values of every preset layout (0, 1, the largest id, ids with every
  * node bit set), that the text order is the id order, and the share of
- * random strings a key accepts (README: about 1 in 4096).
+ * random strings a key accepts (doc/public-ids.md: about 1 in 4096).
  *
  *   ff1_test [seed]
  *
