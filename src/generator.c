@@ -68,11 +68,11 @@
 #include SNOWFLAKE_WAIT_EVENT_HEADER
 #include SNOWFLAKE_XLOG_RECOVERY_HEADER
 #include "clock.h"
+#include "common.h"
 #include "config.h"
 #include "decision.h"
 #include "generator.h"
 #include "mark.h"
-#include "snowflake.h"
 
 static int	snowflake_rollback_tolerance_ms = GEN_ROLLBACK_TOLERANCE_DEFAULT_MS;
 int			snowflake_mark_interval_ms = GEN_MARK_INTERVAL_DEFAULT_MS;

@@ -97,12 +97,12 @@
 #include "compat.h"
 #include SNOWFLAKE_WAIT_EVENT_HEADER
 #include "clock.h"
+#include "common.h"
 #include "config.h"
 #include "generator.h"
 #include "lease.h"
 #include "leasechain.h"
 #include "leaselog.h"
-#include "snowflake.h"
 
 /*
  * The TTL's bounds are also the coordinator's: _snowflake_lease_check()

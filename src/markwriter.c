@@ -25,9 +25,9 @@
 
 #include "compat.h"
 #include SNOWFLAKE_WAIT_EVENT_HEADER
+#include "common.h"
 #include "generator.h"
 #include "markwriter.h"
-#include "snowflake.h"
 
 PGDLLEXPORT void SnowflakeMarkWriterMain(Datum arg);
 

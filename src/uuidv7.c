@@ -29,8 +29,8 @@
 #include "utils/uuid.h"
 
 #include "clock.h"
+#include "common.h"
 #include "layout.h"
-#include "snowflake.h"
 #include "uuidv7.h"
 
 #define UUIDV7_COUNTER_BITS		26

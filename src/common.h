@@ -1,29 +1,20 @@
 /*-------------------------------------------------------------------------
  *
- * snowflake.h
- *	  What every room of the extension shares: an error code, the report
- *	  of a library that was not preloaded, and how its background workers
- *	  are registered.  Header only: no room calls another through it.
+ * common.h
+ *	  What every room of the extension has in common: an error code, the
+ *	  report of a library that was not preloaded, and how its background
+ *	  workers are registered.  Header only, below every room: no room calls
+ *	  another through it.  The module entry is snowflake.c, whose
+ *	  functions have their declarations in each room's own header.
  *
- * The rooms and who may call whom (doc/design.md, "Code layout"; test/callgraph
- * checks it):
- *
- *	 pure:        layout.h, decision.h, clock.h, ff1.h
- *	 no state:    mark.c -> layout; idtext.c -> ff1
- *	 config.c     -> layout
- *	 generator.c  -> decision, mark, layout, clock, config
- *	 markwriter.c -> generator
- *	 lease.c      -> generator (its node API and mark interval), layout,
- *	                 clock, config
- *	 uuidv7.c     -> clock, layout (time formats)
- *	 publicid.c   -> idtext, ff1
- *	 functions.c  -> generator, lease, layout, config
- *	 snowflake.c  -> each room's init and shared-memory functions
+ * The rooms and who may call whom: doc/design.md, "Code layout"; the
+ * ranks are in test/callgraph, which checks every call, include and call
+ * of a static inline function against them.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef SNOWFLAKE_H
-#define SNOWFLAKE_H
+#ifndef SNOWFLAKE_COMMON_H
+#define SNOWFLAKE_COMMON_H
 
 #include "postmaster/bgworker.h"
 
@@ -67,4 +58,4 @@ SnowflakeRegisterBackground(const char *name, const char *function)
 	RegisterBackgroundWorker(&worker);
 }
 
-#endif							/* SNOWFLAKE_H */
+#endif							/* SNOWFLAKE_COMMON_H */
