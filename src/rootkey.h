@@ -20,7 +20,7 @@
 /* SQLSTATE of every refusal for want of a root key: F0000 config_file_error */
 #define ERRCODE_SNOWFLAKE_ROOT_KEY	ERRCODE_CONFIG_FILE_ERROR
 
-/* Define "snowflake.root_key_command" (from _PG_init) */
+/* Define "snowflake.root_key_command" and "snowflake.previous_root_key_command" (from _PG_init) */
 extern void RootKeyInit(void);
 
 /*
