@@ -1,0 +1,369 @@
+-- snowflake, the plain-SQL edition: Snowflake ids where C extensions cannot
+-- load (managed PostgreSQL), with the C edition's default layout, epoch and
+-- function names, in SQL and PL/pgSQL only.  PostgreSQL 13 and later.
+--
+--   psql -v schema=snowflake -f sql/portable/snowflake.sql    (default schema: snowflake)
+--   SELECT snowflake.snowflake_set_worker_id(1);               -- once per server
+--   CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake.snowflake_nextval(), ...);
+--
+-- Installs into one schema, made if missing, owned by whoever runs it: no
+-- superuser needed beyond creating a schema in the database.  Running it
+-- again replaces the functions and keeps the state and the worker id.
+--
+-- An id is (ms since 2025-01-01 UTC) << 22 | worker id << 12 | sequence,
+-- bit for bit the C edition's default layout, so either edition decodes the
+-- other's ids.
+--
+-- Why no id is issued twice
+-- -------------------------
+-- The state is one sequence, _snowflake_state, whose value is
+--     worker id << 53 | tick << 12 | sequence
+-- (41 bits of ms since the epoch, 12 of sequence, the worker id above):
+-- the id is that value with the worker id moved to its place.  A sequence is
+-- the one thing plain SQL has that many sessions can advance atomically
+-- without holding a lock to the end of their transactions: nextval() is
+-- non-transactional, never returns a value twice, and is WAL-logged.  A row
+-- locked by UPDATE would be held until commit, and a long transaction that
+-- inserted a row would stall every other writer.
+--
+-- A call draws with nextval() (the common path) and keeps the value only if
+-- its tick is the clock's: a value of an earlier tick means the state is
+-- behind the clock, and it is moved forward ("a jump") with setval() to the
+-- clock's tick.  setval() overwrites: a jump made from an old reading would
+-- move the state back below values other sessions drew meanwhile, and they
+-- would be drawn again.  So jumps run one at a time (a session-level
+-- advisory lock, taken without waiting and released before the call
+-- returns: never held across a commit), and the common path validates each
+-- draw against a second sequence, _snowflake_gen, used as a sequence lock:
+-- a jump advances it to an odd value, reads the state with a nextval() of
+-- its own, moves the state to the clock's tick if that reading lies in an
+-- earlier one, and advances _snowflake_gen to an even value again.  A draw
+-- reads _snowflake_gen before and after its nextval() and keeps its value
+-- only if both readings are the same even value.  A value drawn before a
+-- jump's first advance is below the jump's reading of the state, and so
+-- below where the jump moves it (a jump only moves the state forward in
+-- (tick, sequence)); a value drawn after the jump's second advance is above
+-- it; a value drawn in between, however the two interleave, sees an odd
+-- reading or two different ones, and is dropped, never returned.  So every value returned was drawn from a state
+-- that only moves forward: unique, and increasing in the order of the
+-- draws, across every session of the server.  Only the jump (SECURITY
+-- DEFINER) may advance _snowflake_gen or set the state; other roles may
+-- draw (USAGE on the state: a draw only wastes values) and read the lock.
+--
+-- When 4,096 ids are drawn in one millisecond, the sequence runs into the
+-- next tick, ahead of the clock, and the call waits (a busy loop of at most
+-- a millisecond) until the clock gets there, as the C edition does.  When
+-- the clock steps back, a call waits out a step of up to 5 ms and refuses
+-- a larger one with system_error (58000) until the clock passes the last
+-- id: values are never taken below the state, whatever the clock says.
+-- Every id returned lies in the clock's tick, or in a tick the clock has
+-- reached by the time the call returns.
+--
+-- After a crash, the sequence's WAL brings the state back: every id of a
+-- transaction that committed (with synchronous_commit on: its commit
+-- flushed the nextval() and setval() records before it) stays below the
+-- state.  Ids of transactions that had not committed may be issued again
+-- only if the restart also took the clock back to before them: a restart
+-- takes longer than a millisecond, and the first draw after it jumps to the
+-- clock.  On a standby, nextval() refuses (read_only_sql_transaction,
+-- 25006), so no id is issued there.  After a promotion the state is the
+-- one replayed, and the first draw jumps to the clock: a promoted server
+-- whose old primary still issues ids under the same worker id would issue
+-- the same ids, as with the C edition: give it a worker id of its own
+-- before its first id (snowflake_set_worker_id()), or keep the old primary
+-- from issuing.
+--
+-- The worker id is set once per server with snowflake_set_worker_id(n), by
+-- the schema's owner, and recorded with the server's system identifier; a
+-- jump refuses (object_not_in_prerequisite_state, 55000) when none is set,
+-- and when the database was restored or copied into another cluster (a
+-- dump restored elsewhere, pg_upgrade), whose system identifier differs,
+-- until that server is given its own.  A physical standby has its
+-- primary's system identifier and refuses to issue ids anyway.
+
+\set ON_ERROR_STOP on
+\if :{?schema}
+\else
+\set schema snowflake
+\endif
+SELECT pg_catalog.set_config('snowflake_portable.schema', :'schema', false);
+
+DO $install$
+DECLARE
+	s pg_catalog.text := pg_catalog.current_setting('snowflake_portable.schema');
+	q pg_catalog.text := pg_catalog.quote_ident(s);
+BEGIN
+	IF pg_catalog.current_setting('server_version_num')::pg_catalog.int4 < 130000 THEN
+		RAISE EXCEPTION 'the plain-SQL edition of snowflake needs PostgreSQL 13 or later'
+			USING ERRCODE = 'feature_not_supported';
+	END IF;
+	-- no notice for each object kept when the script runs again
+	PERFORM pg_catalog.set_config('client_min_messages', 'warning', true);
+	EXECUTE pg_catalog.format('CREATE SCHEMA IF NOT EXISTS %s', q);
+
+	-- the state and the sequence lock; kept when the script runs again
+	EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS %s._snowflake_state AS bigint MINVALUE 0 NO CYCLE', q);
+	EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS %s._snowflake_gen AS bigint MINVALUE 0 START 0 NO CYCLE', q);
+	-- One value a nextval(), every one through shared buffers: a session's
+	-- cache of values would hide its draws from the others.
+	EXECUTE pg_catalog.format('ALTER SEQUENCE %1$s._snowflake_state INCREMENT 1 CACHE 1 NO CYCLE', q);
+	EXECUTE pg_catalog.format('ALTER SEQUENCE %1$s._snowflake_gen INCREMENT 1 CACHE 1 NO CYCLE', q);
+	IF pg_catalog.pg_sequence_last_value(pg_catalog.format('%s._snowflake_gen', q)::pg_catalog.regclass) IS NULL THEN
+		-- 0: even, no jump in progress
+		EXECUTE pg_catalog.format('SELECT pg_catalog.nextval(%L::pg_catalog.regclass)', q || '._snowflake_gen');
+	END IF;
+	EXECUTE pg_catalog.format($sql$
+		CREATE TABLE IF NOT EXISTS %s._snowflake_worker (
+			one pg_catalog.bool PRIMARY KEY DEFAULT true CHECK (one),
+			worker_id pg_catalog.int4 NOT NULL CHECK (worker_id BETWEEN 0 AND 1023),
+			system_identifier pg_catalog.int8 NOT NULL,
+			set_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+		)$sql$, q);
+	EXECUTE pg_catalog.format('REVOKE ALL ON %1$s._snowflake_state, %1$s._snowflake_gen, %1$s._snowflake_worker FROM PUBLIC', q);
+	EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA %s TO PUBLIC', q);
+	-- draws only waste values; the lock is only read
+	EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE %s._snowflake_state TO PUBLIC', q);
+	EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE %s._snowflake_gen TO PUBLIC', q);
+
+	-- The jump: moves the state forward to the clock's tick, one session
+	-- at a time, inside the sequence lock; does nothing when another
+	-- session is jumping (the caller draws again).
+	EXECUTE pg_catalog.format($sql$
+		CREATE OR REPLACE FUNCTION %1$s._snowflake_jump() RETURNS void
+		LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+		SET search_path = pg_catalog, pg_temp
+		AS $f$
+		DECLARE
+			gen CONSTANT pg_catalog.regclass := %2$L;
+			state CONSTANT pg_catalog.regclass := %3$L;
+			g pg_catalog.int8;
+			w pg_catalog.int8;
+			wt pg_catalog.int8;
+			now_tick pg_catalog.int8;
+			worker pg_catalog.int4;
+			sysid pg_catalog.int8;
+		BEGIN
+			IF NOT pg_try_advisory_lock(1936617325, gen::oid::int4) THEN
+				RETURN;
+			END IF;
+			BEGIN
+				SELECT r.worker_id, r.system_identifier INTO worker, sysid FROM %1$s._snowflake_worker r;
+				IF NOT FOUND THEN
+					RAISE EXCEPTION 'no worker id is set for snowflake ids in schema %%', %4$L
+						USING ERRCODE = 'object_not_in_prerequisite_state',
+							  HINT = pg_catalog.format('Give this server a worker id of its own: SELECT %%s.snowflake_set_worker_id(n), n in 0..1023.', %1$L);
+				END IF;
+				IF sysid <> (SELECT c.system_identifier FROM pg_control_system() c) THEN
+					RAISE EXCEPTION 'the worker id of schema %% was set on another server', %4$L
+						USING ERRCODE = 'object_not_in_prerequisite_state',
+							  DETAIL = pg_catalog.format('It was set on the server with system identifier %%s; this one is %%s. A database restored or copied from another server keeps that server''s worker id.',
+														 sysid, (SELECT c.system_identifier FROM pg_control_system() c)),
+							  HINT = pg_catalog.format('Give this server a worker id of its own: SELECT %%s.snowflake_set_worker_id(n).', %1$L);
+				END IF;
+				-- a jump that failed half-way left the lock odd: no jump runs now
+				g := pg_sequence_last_value(gen);
+				IF g IS NULL OR g %% 2 = 1 THEN
+					PERFORM nextval(gen);
+					IF g IS NULL THEN
+						PERFORM nextval(gen);
+					END IF;
+				END IF;
+				-- odd: a jump in progress.  Its reading of the state is drawn
+				-- inside, so that every value drawn outside is below or above it.
+				PERFORM nextval(gen);
+				w := nextval(state);
+				wt := (w >> 12) & 2199023255551;
+				now_tick := floor(date_part('epoch', clock_timestamp()) * 1000)::int8 - 1735689600000;
+				IF wt < now_tick THEN
+					PERFORM setval(state, (worker::int8 << 53) | (now_tick << 12), false);
+				END IF;
+				PERFORM nextval(gen);	-- even again
+				PERFORM pg_advisory_unlock(1936617325, gen::oid::int4);
+			EXCEPTION WHEN OTHERS OR query_canceled THEN
+				PERFORM pg_advisory_unlock(1936617325, gen::oid::int4);
+				RAISE;
+			END;
+		END
+		$f$$sql$, q, q || '._snowflake_gen', q || '._snowflake_state', s);
+	EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s._snowflake_jump() FROM PUBLIC', q);
+	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s._snowflake_jump() TO PUBLIC', q);
+
+	EXECUTE pg_catalog.format($sql$
+		CREATE OR REPLACE FUNCTION %1$s.snowflake_nextval() RETURNS pg_catalog.int8
+		LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+		AS $f$
+		-- No SET search_path, which would cost every call: every name and
+		-- operator is pg_catalog's, written so.
+		DECLARE
+			g1 pg_catalog.int8;
+			v pg_catalog.int8;
+			t pg_catalog.int8;
+			now_tick pg_catalog.int8;
+		BEGIN
+			LOOP
+				g1 := pg_catalog.pg_sequence_last_value(%2$L::pg_catalog.regclass);
+				IF pg_catalog.int8mod(g1, 2) OPERATOR(pg_catalog.=) 0 THEN
+					v := pg_catalog.nextval(%3$L::pg_catalog.regclass);
+					IF pg_catalog.pg_sequence_last_value(%2$L::pg_catalog.regclass) OPERATOR(pg_catalog.=) g1 THEN
+						t := pg_catalog.int8and(pg_catalog.int8shr(v, 12), 2199023255551);
+						now_tick := pg_catalog.int8mi(pg_catalog.floor(pg_catalog.float8mul(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()), 1000))::pg_catalog.int8, 1735689600000);
+						IF t OPERATOR(pg_catalog.>=) now_tick THEN
+							IF pg_catalog.int8mi(t, now_tick) OPERATOR(pg_catalog.>) 5 THEN
+								RAISE EXCEPTION 'clock moved backwards by %% ms', pg_catalog.int8mi(t, now_tick)
+									USING ERRCODE = 'system_error',
+										  DETAIL = 'The last id was issued at a time more than 5 ms after the clock''s current time.',
+										  HINT = 'Ids are issued again once the clock passes the time of the last id; check the server''s time synchronisation.';
+							END IF;
+							-- the sequence ran into a tick the clock has not reached
+							WHILE now_tick OPERATOR(pg_catalog.<) t LOOP
+								now_tick := pg_catalog.int8mi(pg_catalog.floor(pg_catalog.float8mul(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()), 1000))::pg_catalog.int8, 1735689600000);
+							END LOOP;
+							RETURN pg_catalog.int8or(pg_catalog.int8or(pg_catalog.int8shl(t, 22),
+														pg_catalog.int8shl(pg_catalog.int8shr(v, 53), 12)),
+									 pg_catalog.int8and(v, 4095));
+						END IF;
+					END IF;
+				END IF;
+				-- behind the clock, or a jump ran meanwhile: move the state, draw again
+				PERFORM %1$s._snowflake_jump();
+			END LOOP;
+		END
+		$f$$sql$, q, q || '._snowflake_gen', q || '._snowflake_state');
+
+	EXECUTE pg_catalog.format($sql$
+		CREATE OR REPLACE FUNCTION %1$s.snowflake_set_worker_id(worker_id pg_catalog.int4) RETURNS pg_catalog.int4
+		LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE STRICT
+		SET search_path = pg_catalog, pg_temp
+		AS $f$
+		BEGIN
+			IF worker_id < 0 OR worker_id > 1023 THEN
+				RAISE EXCEPTION 'worker id %% is out of range', worker_id
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = 'A worker id is 0 to 1023.';
+			END IF;
+			INSERT INTO %1$s._snowflake_worker AS r (worker_id, system_identifier)
+			VALUES (worker_id, (SELECT c.system_identifier FROM pg_control_system() c))
+			ON CONFLICT (one) DO UPDATE
+			   SET worker_id = excluded.worker_id, system_identifier = excluded.system_identifier,
+				   set_at = now();
+			RETURN worker_id;
+		END
+		$f$$sql$, q);
+	EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s.snowflake_set_worker_id(pg_catalog.int4) FROM PUBLIC', q);
+
+	EXECUTE pg_catalog.format($sql$
+		CREATE OR REPLACE FUNCTION %1$s.snowflake_decode(id pg_catalog.int8,
+			OUT created_at pg_catalog.timestamptz, OUT timestamp_ms pg_catalog.int8,
+			OUT worker_id pg_catalog.int4, OUT sequence pg_catalog.int4)
+		RETURNS SETOF record
+		LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+		SET search_path = pg_catalog, pg_temp
+		AS $f$
+		BEGIN
+			IF id < 0 THEN
+				RAISE EXCEPTION 'snowflake id must not be negative'
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = format('The id was %%s.', id);
+			END IF;
+			timestamp_ms := (id >> 22) + 1735689600000;
+			created_at := pg_catalog.to_timestamp(0) + timestamp_ms * interval '1 millisecond';
+			worker_id := ((id >> 12) & 1023)::pg_catalog.int4;
+			sequence := (id & 4095)::pg_catalog.int4;
+			RETURN NEXT;
+		END
+		$f$$sql$, q);
+
+	EXECUTE pg_catalog.format($sql$
+		CREATE OR REPLACE FUNCTION %1$s.snowflake_timestamp(id pg_catalog.int8) RETURNS pg_catalog.timestamptz
+		LANGUAGE sql STABLE STRICT PARALLEL SAFE
+		SET search_path = pg_catalog, pg_temp
+		AS $f$
+			SELECT d.created_at FROM %1$s.snowflake_decode(id) d
+		$f$$sql$, q);
+
+	EXECUTE pg_catalog.format($sql$
+		CREATE OR REPLACE FUNCTION %1$s.snowflake_from_timestamp(ts pg_catalog.timestamptz) RETURNS pg_catalog.int8
+		LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+		SET search_path = pg_catalog, pg_temp
+		AS $f$
+		DECLARE
+			ms pg_catalog.int8;
+		BEGIN
+			IF pg_catalog.isfinite(ts) THEN
+				ms := pg_catalog.floor(pg_catalog.date_part('epoch', ts) * 1000)::pg_catalog.int8 - 1735689600000;
+			END IF;
+			IF ms IS NULL OR ms < 0 OR ms > 2199023255551 THEN
+				RAISE EXCEPTION 'timestamp out of range for snowflake ids'
+					USING ERRCODE = 'datetime_field_overflow',
+						  DETAIL = 'Snowflake ids run from 2025-01-01 00:00:00+00 for 2^41 ms.';
+			END IF;
+			RETURN ms << 22;
+		END
+		$f$$sql$, q);
+
+	-- text ids: 13 characters of Crockford base32, in id order
+	EXECUTE pg_catalog.format($sql$
+		CREATE OR REPLACE FUNCTION %1$s.snowflake_to_text(id pg_catalog.int8) RETURNS pg_catalog.text
+		LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+		SET search_path = pg_catalog, pg_temp
+		AS $f$
+		DECLARE
+			out text := '';
+		BEGIN
+			IF id < 0 THEN
+				RAISE EXCEPTION 'snowflake id must not be negative'
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = format('The id was %%s.', id);
+			END IF;
+			FOR k IN REVERSE 12..0 LOOP
+				out := out || substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((id >> (5 * k)) & 31)::int4 + 1, 1);
+			END LOOP;
+			RETURN out;
+		END
+		$f$$sql$, q);
+
+	EXECUTE pg_catalog.format($sql$
+		CREATE OR REPLACE FUNCTION %1$s.snowflake_from_text(pg_catalog.text) RETURNS pg_catalog.int8
+		LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+		SET search_path = pg_catalog, pg_temp
+		AS $f$
+		DECLARE
+			input CONSTANT text := $1;
+			c text;
+			value int4;
+			id int8 := 0;
+		BEGIN
+			IF length(input) <> 13 THEN
+				RAISE EXCEPTION 'snowflake text id has %% characters, not 13', length(input)
+					USING ERRCODE = 'invalid_text_representation';
+			END IF;
+			FOR i IN 1..13 LOOP
+				c := substr(input, i, 1);
+				-- ASCII only, either case; I and L read as 1, O as 0
+				value := strpos('0123456789ABCDEFGHJKMNPQRSTVWXYZIOL',
+								translate(c, 'abcdefghijklmnopqrstuvwxyz', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ')) - 1;
+				IF octet_length(c) <> 1 OR value < 0 THEN
+					RAISE EXCEPTION 'invalid character "%%" at position %% of snowflake text id "%%"', c, i, input
+						USING ERRCODE = 'invalid_text_representation',
+							  DETAIL = 'Crockford base32 has the digits 0 to 9 and the letters A to Z except U, in either case; I and L are read as 1, O as 0.';
+				END IF;
+				value := CASE value WHEN 32 THEN 1 WHEN 33 THEN 0 WHEN 34 THEN 1 ELSE value END;
+				IF i = 1 AND value > 7 THEN
+					-- checked once every character is: the C edition's order
+					id := -1;
+				ELSIF id >= 0 THEN
+					id := id * 32 + value;
+				END IF;
+			END LOOP;
+			IF id < 0 THEN
+				RAISE EXCEPTION 'invalid character "%%" at position 1 of snowflake text id "%%"', substr(input, 1, 1), input
+					USING ERRCODE = 'invalid_text_representation',
+						  DETAIL = 'The first character of a snowflake text id is 0 to 7: a larger one makes a value beyond bigint.';
+			END IF;
+			RETURN id;
+		END
+		$f$$sql$, q);
+END
+$install$;
+
+RESET snowflake_portable.schema;

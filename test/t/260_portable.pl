@@ -1,0 +1,237 @@
+# The plain-SQL edition (sql/portable/snowflake.sql), on a server that does
+# not preload the C library and never creates the extension, installed by a
+# role that is no superuser:
+# - nothing compiled: every function it installs is SQL or PL/pgSQL;
+# - no worker id: refused (55000); out of range: refused (22023); another
+#   role may not set it;
+# - 16 sessions drawing 100,000 ids each at once: all distinct, each
+#   session's increasing, all of the configured worker id;
+# - a tick's 4,096 ids used up: the ids go on in the next tick, in order;
+# - a jump held in progress (the sequence lock odd, the jump's lock held):
+#   a draw waits, and returns a value of the state the jump leaves;
+# - a clock behind the last id within 5 ms: waited out; beyond: refused
+#   (58000) (the state is set ahead of the clock, as a clock stepped back
+#   would leave it);
+# - the database restored into another cluster: refused (55000) until that
+#   server has a worker id of its own;
+# - ids of either edition decode the same in the other (the C edition on a
+#   second server), snowflake_from_timestamp() agrees, and text ids are the
+#   same both ways, refusals included.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SnowflakeTest;
+
+my $script = "$FindBin::RealBin/../../sql/portable/snowflake.sql";
+
+my $node = PostgreSQL::Test::Cluster->new('portable');
+$node->init(utf8_init());
+$node->append_conf('postgresql.conf', "jit = off\nmax_connections = 40\n");
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE ROLE app LOGIN;
+	CREATE ROLE other LOGIN;
+	CREATE DATABASE app OWNER app;
+});
+my $app = $node->connstr('app') . ' user=app';
+
+sub app_psql
+{
+	my ($sql) = @_;
+	my ($stdout, $stderr);
+	my $ret = IPC::Run::run([ 'psql', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $app, '-c', $sql ],
+		'>', \$stdout, '2>', \$stderr);
+	chomp $stdout;
+	return wantarray ? ($ret ? 0 : 1, $stdout, $stderr) : $stdout;
+}
+
+my ($out, $err) = ('', '');
+ok( IPC::Run::run([ 'psql', '-X', '-q', '-d', $app, '-v', 'schema=sf', '-f', $script ], '>', \$out, '2>', \$err),
+	'the role that owns the database installs it with psql -f') or diag $err;
+is($node->safe_psql('app', q{SELECT count(*) FROM pg_extension WHERE extname = 'snowflake'}), '0',
+	'no extension was created');
+is( $node->safe_psql(
+		'app', q{SELECT count(*), count(*) FILTER (WHERE l.lanname NOT IN ('sql', 'plpgsql'))
+		  FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+		 WHERE p.pronamespace = 'sf'::regnamespace}),
+	'8|0',
+	'its 8 functions are SQL or PL/pgSQL: nothing compiled');
+ok(IPC::Run::run([ 'psql', '-X', '-q', '-d', $app, '-v', 'schema=sf', '-f', $script ], '>', \$out, '2>', \$err),
+	'running it again works') or diag $err;
+
+my ($ret, $stdout, $stderr) = app_psql('SELECT sf.snowflake_nextval()');
+like($stderr, qr/no worker id is set for snowflake ids in schema sf/, 'without a worker id, no id');
+($ret, $stdout, $stderr) = app_psql('SELECT sf.snowflake_set_worker_id(1024)');
+like($stderr, qr/worker id 1024 is out of range/, 'a worker id past 1023 is refused');
+$node->psql('app', 'SELECT sf.snowflake_set_worker_id(3)', stderr => \$stderr, extra_params => [ '-U', 'other' ]);
+like($stderr, qr/permission denied for function snowflake_set_worker_id/,
+	'another role may not set the worker id');
+is(app_psql('SELECT sf.snowflake_set_worker_id(7)'), '7', "the database's owner sets it");
+is( app_psql(q{SELECT worker_id = 7 AND created_at BETWEEN now() - interval '1 minute' AND clock_timestamp()
+	  FROM sf.snowflake_decode(sf.snowflake_nextval())}),
+	't', 'an id decodes to the worker id and a time of a moment ago');
+$node->psql('app', 'SELECT sf.snowflake_nextval()', stdout => \$stdout, stderr => \$stderr,
+	extra_params => [ '-U', 'other' ]);
+like($stdout, qr/^\d+$/, 'any role draws ids');
+$node->psql('app', q{SELECT setval('sf._snowflake_state', 0)}, stderr => \$stderr, extra_params => [ '-U', 'other' ]);
+like($stderr, qr/permission denied for sequence _snowflake_state/, 'but may not set the state');
+$node->psql('app', q{SELECT nextval('sf._snowflake_gen')}, stderr => \$stderr, extra_params => [ '-U', 'other' ]);
+like($stderr, qr/permission denied for sequence _snowflake_gen/, 'nor advance the sequence lock');
+
+# 16 sessions x 100,000 ids, each into a table of its own, in draw order
+my $sessions = 16;
+my $n = 100_000;
+app_psql(join ';', map { "CREATE UNLOGGED TABLE draw_$_ (n int, id bigint)" } 1 .. $sessions);
+my @runs;
+for my $s (1 .. $sessions)
+{
+	my $e = '';
+	push @runs, IPC::Run::start(
+		[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $app, '-c',
+		  "INSERT INTO draw_$s SELECT g, sf.snowflake_nextval() FROM generate_series(1, $n) g" ],
+		'>', \my $o, '2>', \$e);
+}
+my $failed = 0;
+$_->finish or $failed++ for @runs;
+is($failed, 0, "$sessions sessions drew $n ids each at once");
+my $union = join ' UNION ALL ', map { "SELECT $_ AS s, n, id FROM draw_$_" } 1 .. $sessions;
+is( app_psql("SELECT count(*), count(DISTINCT id) FROM ($union) u"),
+	($sessions * $n) . '|' . ($sessions * $n),
+	'all ' . ($sessions * $n) . ' ids are distinct');
+is( app_psql(qq{SELECT count(*) FROM (SELECT id <= lag(id) OVER (PARTITION BY s ORDER BY n) AS down FROM ($union) u) d
+	 WHERE down}),
+	'0', "each session's ids increase");
+is(app_psql("SELECT count(*) FROM ($union) u, sf.snowflake_decode(u.id) d WHERE d.worker_id <> 7"),
+	'0', 'all carry worker id 7');
+
+# A tick's ids used up: the state 4 ms ahead of the clock (as a burst
+# leaves it), at the tick's last sequence but one, then 20 draws.  The
+# first waits for the clock to reach that tick; the second finds the
+# tick used up and takes the next tick's first id, waiting for the clock
+# again, rather than moving to the clock (which would skip it).
+my $now_tick = q{(floor(date_part('epoch', clock_timestamp()) * 1000)::int8 - 1735689600000)};
+# (in the statement that sets the state: a new session would start later
+# than the clock allows)
+my @burst = split /\n/, app_psql(qq{SELECT setval('sf._snowflake_state', (7::int8 << 53) | (($now_tick + 4) << 12) | 4094);
+	SELECT d.timestamp_ms || ' ' || d.sequence || ' ' || d.worker_id || ' ' ||
+	       coalesce((s.id > lag(s.id) OVER (ORDER BY i))::text, 'first')
+	  FROM (SELECT i, sf.snowflake_nextval() AS id FROM generate_series(1, 20) i) s
+	  CROSS JOIN LATERAL sf.snowflake_decode(s.id) d ORDER BY i});
+shift @burst;	# setval()'s
+my ($t0) = split / /, $burst[0];
+is( join(',', map { my ($t, $q) = split / /; ($t - $t0) . ":$q" } @burst[ 0, 1 ]),
+	'0:4095,1:0', "past a tick's last sequence, ids go on at the next tick's first");
+is(scalar(grep { / 7 (true|first)$/ } @burst), 20, 'the 20 ids increase, all of worker id 7');
+
+# A jump in progress, held there: another session holds the jump's
+# advisory lock, sets the state a few ms ahead of the clock and advances the
+# sequence lock to odd.  A draw started right then (it waits for a lock that
+# session releases in the same statement) waits, drawing nothing, and
+# returns a value of the state the jump leaves.
+my ($xin, $xout, $xerr) = ('', '', '');
+my $timer = IPC::Run::timer(180);
+my $x = IPC::Run::start([ 'psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', $app ],
+	'<', \$xin, '>', \$xout, '2>', \$xerr, $timer);
+my $lock = q{1936617325, 'sf._snowflake_gen'::regclass::oid::int4};
+$xin .= "SELECT 'locked:' || pg_advisory_lock($lock)::text || pg_advisory_lock(42)::text;\n";
+$x->pump until $xout =~ /^locked:/m || $timer->is_expired;
+my ($dout, $derr) = ('', '');
+my $d = IPC::Run::start(
+	[ 'psql', '-X', '-A', '-t', '-d', $app, '-c',
+	  'SELECT sf.snowflake_nextval() FROM (SELECT pg_advisory_lock_shared(42)) l' ],
+	'>', \$dout, '2>', \$derr);
+$node->poll_query_until('app', q{SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND objid = 42 AND NOT granted)})
+  or die 'the draw does not wait for lock 42';
+$xin .= "SELECT setval('sf._snowflake_state', (7::int8 << 53) | (($now_tick + 4) << 12) | 50);"
+  . " SELECT 'odd:' || nextval('sf._snowflake_gen') % 2; SELECT pg_advisory_unlock(42);\n";
+$x->pump until $xout =~ /^odd:1$/m || $timer->is_expired;
+sleep 1;
+$d->pump_nb;
+is($dout, '', 'a draw waits while a jump is in progress');
+$xin .= "SELECT 'set:' || setval('sf._snowflake_state', (7::int8 << 53) | (($now_tick + 2) << 12) | 100);"
+  . " SELECT 'even:' || nextval('sf._snowflake_gen') % 2; SELECT pg_advisory_unlock($lock);\n";
+$x->pump until $xout =~ /^even:0$/m || $timer->is_expired;
+my ($set) = $xout =~ /^set:(\d+)$/m;
+$d->finish;
+chomp $dout;
+is( app_psql("SELECT ($dout >> 22) = ((${set}::int8 >> 12) & 2199023255551) AND ($dout & 4095) = 101"),
+	't', 'then returns the next value of the state the jump left');
+$xin .= "\\q\n";
+$x->finish;
+
+# the clock behind the last id: 3 ms, waited out; 100 ms, refused
+is( app_psql(qq{SELECT setval('sf._snowflake_state', (7::int8 << 53) | (($now_tick + 3) << 12)) > 0;
+	SELECT (sf.snowflake_nextval() >> 22) + 1735689600000 <= $now_tick + 1735689600000}),
+	"t\nt", 'a clock 3 ms behind the last id is waited out');
+($ret, $stdout, $stderr) = app_psql(qq{SELECT setval('sf._snowflake_state', (7::int8 << 53) | (($now_tick + 100) << 12));
+	SELECT sf.snowflake_nextval()});
+like($stderr, qr/clock moved backwards by (9\d|100) ms/, 'a clock 100 ms behind is refused');
+sleep 1;
+like(app_psql('SELECT sf.snowflake_nextval()'), qr/^\d+$/, 'and ids come again once the clock has passed');
+
+# the C edition on another server: each decodes the other's ids the same;
+# the database restored there keeps worker id 7 of this server: refused
+my $c = snowflake_node('c_edition', "snowflake.worker_id = 9\n");
+$c->start;
+$c->safe_psql('postgres', q{CREATE ROLE app LOGIN; CREATE ROLE other LOGIN; CREATE DATABASE app OWNER app});
+my $dump = "$PostgreSQL::Test::Utils::tmp_check/portable.dump";
+$node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('app') ], 'pg_dump of the database');
+$c->command_ok([ 'pg_restore', '-d', $c->connstr('app'), $dump ], 'restored on the other server');
+$c->psql('app', 'SELECT sf.snowflake_nextval()', stderr => \$stderr, extra_params => [ '-U', 'app' ]);
+like($stderr, qr/the worker id of schema sf was set on another server/,
+	'a restored copy issues no id under the first server\'s worker id');
+is($c->safe_psql('app', 'SET ROLE app; SELECT sf.snowflake_set_worker_id(8)'), '8',
+	'until it has a worker id of its own');
+$c->safe_psql('app', 'CREATE EXTENSION snowflake SCHEMA public');
+my $mixed = $c->safe_psql('app', q{
+	WITH ids(id) AS (
+		SELECT snowflake_nextval() FROM generate_series(1, 500)   -- the C edition's
+		UNION ALL
+		SELECT sf.snowflake_nextval() FROM generate_series(1, 500)
+		UNION ALL
+		(SELECT id FROM draw_1 LIMIT 500))
+	SELECT count(*) FILTER (WHERE (p.created_at, p.timestamp_ms, p.worker_id, p.sequence)
+	                          IS DISTINCT FROM (c.created_at, c.timestamp_ms, c.worker_id, c.sequence)),
+	       count(DISTINCT p.worker_id)
+	  FROM ids, sf.snowflake_decode(ids.id) p, public.snowflake_decode(ids.id) c});
+is($mixed, '0|3', 'both editions decode ids of worker ids 7, 8 and 9 alike');
+is( $c->safe_psql('app', q{
+	SELECT count(*) FROM (VALUES (timestamptz '2025-01-01 00:00:00+00'), (now()), (timestamptz '2031-05-06 07:08:09.123456+02'),
+	                             (timestamptz '2094-09-07 15:47:35.551+00')) v(ts)
+	 WHERE sf.snowflake_from_timestamp(ts) <> public.snowflake_from_timestamp(ts)
+	    OR sf.snowflake_timestamp(sf.snowflake_from_timestamp(ts)) <> public.snowflake_timestamp(public.snowflake_from_timestamp(ts))}),
+	'0', 'snowflake_from_timestamp() and snowflake_timestamp() agree');
+is( $c->safe_psql('app', q{
+	SELECT count(*) FROM (SELECT (random() * 9223372036854775807)::int8 AS id FROM generate_series(1, 20000)
+	                      UNION ALL VALUES (0), (1), (31), (32), (9223372036854775807)) i
+	 WHERE sf.snowflake_to_text(id) <> public.snowflake_to_text(id)
+	    OR sf.snowflake_from_text(public.snowflake_to_text(id)) <> id
+	    OR sf.snowflake_from_text(lower(translate(public.snowflake_to_text(id), '01', 'OI'))) <> id}),
+	'0', 'text ids: the same text for 20,005 ids, read back in either case, with O and I for 0 and 1');
+for my $bad ('00000000000U1', '8000000000000', '80000000000U0', 'abc', '0000000000000000', "00000000000\xc3\xa91", '-000000000001')
+{
+	my (%says);
+	for my $edition ('sf', 'public')
+	{
+		$c->psql('app', "SELECT $edition.snowflake_from_text('$bad')", stderr => \my $e);
+		($says{$edition}) = $e =~ /(ERROR:[^\n]*(?:\nDETAIL:[^\n]*)?)/;
+	}
+	ok(defined $says{sf} && $says{sf} eq $says{public}, "snowflake_from_text('$bad') is refused as the C edition refuses it")
+	  or diag "sf: $says{sf}\npublic: $says{public}";
+}
+for my $ts ("timestamptz '2024-12-31 23:59:59.999+00'", "timestamptz 'infinity'")
+{
+	$c->psql('app', "SELECT sf.snowflake_from_timestamp($ts)", stderr => \$stderr);
+	like($stderr, qr/timestamp out of range for snowflake ids/, "snowflake_from_timestamp($ts) is refused");
+}
+
+$c->stop;
+$node->stop;
+done_testing();
