@@ -63,7 +63,7 @@ is($ret, 0, 'the quick start runs without an error');
 # else may be printed there.
 if ($node->safe_psql('postgres', 'SHOW server_version_num') < 150000)
 {
-	$stderr =~ s/^psql:[^\n]*WARNING:  roles other than the owner of extension "snowflake" can create objects in its schema "public": PUBLIC\n(?:(?:DETAIL|HINT):[^\n]*\n)*//m;
+	$stderr =~ s/^psql:[^\n]*WARNING:  roles other than the owner of extension "snowflake" can create objects in its schema "public": PUBLIC\n(?:(?:DETAIL|HINT):[^\n]*(?:\n|\z))*//m;
 }
 is($stderr, '', 'and prints nothing else on stderr');
 
