@@ -6,9 +6,10 @@
 #   role may not set it;
 # - 16 sessions drawing 100,000 ids each at once: all distinct, each
 #   session's increasing, all of the configured worker id;
-# - a tick's 4,096 ids used up: the ids go on in the next tick, in order;
+# - the state set at a tick's last sequences, ahead of the clock: the ids
+#   go on above it, in order;
 # - a jump held in progress (the sequence lock odd, the jump's lock held):
-#   a draw waits, and returns a value of the state the jump leaves;
+#   a draw waits, and returns a value above the state the jump leaves;
 # - a clock behind the last id within 5 ms: waited out; beyond: refused
 #   (58000) (the state is set ahead of the clock, as a clock stepped back
 #   would leave it);
@@ -134,7 +135,7 @@ is(scalar(grep { / 7 (true|first)$/ } @burst), 20, 'the 20 ids increase, all of 
 # advisory lock, sets the state a few ms ahead of the clock and advances the
 # sequence lock to odd.  A draw started right then (it waits for a lock that
 # session releases in the same statement) waits, drawing nothing, and
-# returns a value of the state the jump leaves.
+# returns a value above the state the jump leaves.
 my ($xin, $xout, $xerr) = ('', '', '');
 my $timer = IPC::Run::timer(180);
 my $x = IPC::Run::start([ 'psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', $app ],
