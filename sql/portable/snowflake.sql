@@ -290,7 +290,10 @@ BEGIN
 			ms pg_catalog.int8;
 		BEGIN
 			IF pg_catalog.isfinite(ts) THEN
-				ms := pg_catalog.floor(pg_catalog.date_part('epoch', ts) * 1000)::pg_catalog.int8 - 1735689600000;
+				-- truncated to the millisecond first: a float8 of seconds with
+				-- microseconds may fall just below a millisecond it lies on
+				ms := pg_catalog.round(pg_catalog.date_part('epoch', pg_catalog.date_trunc('milliseconds', ts)) * 1000)::pg_catalog.int8
+					  - 1735689600000;
 			END IF;
 			IF ms IS NULL OR ms < 0 OR ms > 2199023255551 THEN
 				RAISE EXCEPTION 'timestamp out of range for snowflake ids'

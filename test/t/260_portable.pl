@@ -212,6 +212,14 @@ is( $c->safe_psql('app', q{
 	    OR sf.snowflake_timestamp(sf.snowflake_from_timestamp(ts)) <> public.snowflake_timestamp(public.snowflake_from_timestamp(ts))}),
 	'0', 'snowflake_from_timestamp() and snowflake_timestamp() agree');
 is( $c->safe_psql('app', q{
+	SELECT count(*) FROM (SELECT timestamptz '2025-01-01 00:00:00+00' + random() * interval '60 years' AS ts
+	                        FROM generate_series(1, 20000)
+	                      UNION ALL
+	                      SELECT timestamptz '2026-06-01 00:00:00+00' + g * interval '1 ms'
+	                        FROM generate_series(0, 20000) g) v
+	 WHERE sf.snowflake_from_timestamp(ts) <> public.snowflake_from_timestamp(ts)}),
+	'0', 'snowflake_from_timestamp() agrees over 40,001 times, 20,001 of them on a millisecond exactly');
+is( $c->safe_psql('app', q{
 	SELECT count(*) FROM (SELECT (random() * 9223372036854775807)::int8 AS id FROM generate_series(1, 20000)
 	                      UNION ALL VALUES (0), (1), (31), (32), (9223372036854775807)) i
 	 WHERE sf.snowflake_to_text(id) <> public.snowflake_to_text(id)
