@@ -26,29 +26,31 @@
 -- locked by UPDATE would be held until commit, and a long transaction that
 -- inserted a row would stall every other writer.
 --
--- A call draws with nextval() (the common path) and keeps the value only if
--- its tick is the clock's: a value of an earlier tick means the state is
--- behind the clock, and it is moved forward ("a jump") with setval() to the
--- clock's tick.  setval() overwrites: a jump made from an old reading would
--- move the state back below values other sessions drew meanwhile, and they
--- would be drawn again.  So jumps run one at a time (a session-level
--- advisory lock, taken without waiting and released before the call
--- returns: never held across a commit), and the common path validates each
--- draw against a second sequence, _snowflake_gen, used as a sequence lock:
--- a jump advances it to an odd value, reads the state with a nextval() of
--- its own, moves the state to the clock's tick if that reading lies in an
--- earlier one, and advances _snowflake_gen to an even value again.  A draw
--- reads _snowflake_gen before and after its nextval() and keeps its value
--- only if both readings are the same even value.  A value drawn before a
--- jump's first advance is below the jump's reading of the state, and so
--- below where the jump moves it (a jump only moves the state forward in
--- (tick, sequence)); a value drawn after the jump's second advance is above
--- it; a value drawn in between, however the two interleave, sees an odd
--- reading or two different ones, and is dropped, never returned.  So every value returned was drawn from a state
--- that only moves forward: unique, and increasing in the order of the
--- draws, across every session of the server.  Only the jump (SECURITY
--- DEFINER) may advance _snowflake_gen or set the state; other roles may
--- draw (USAGE on the state: a draw only wastes values) and read the lock.
+-- A call reads the clock's tick when it begins, and draws with nextval()
+-- (the common path); it keeps the value only if it lies in that tick or a
+-- later one: a value of an earlier tick means the state is behind the
+-- clock, and it is moved forward ("a jump") with setval() to the clock's
+-- tick.  setval() overwrites: a jump made from an old reading would move
+-- the state back below values other sessions drew meanwhile, and they would
+-- be drawn again.  So jumps run one at a time (a session-level advisory
+-- lock, taken without waiting and released before the call returns: never
+-- held across a commit), and the common path validates each draw against a
+-- second sequence, _snowflake_gen, used as a sequence lock: a jump advances
+-- it to an odd value, reads the state with a nextval() of its own, moves
+-- the state to the clock's tick if that reading lies in an earlier one, and
+-- advances _snowflake_gen to an even value again.  A draw reads
+-- _snowflake_gen before and after its nextval() and keeps its value only if
+-- both readings are the same even value.  A value drawn before a jump's
+-- first advance is below the jump's reading of the state, and so below
+-- where the jump moves it (a jump only moves the state forward in (tick,
+-- sequence)); a value drawn after the jump's second advance is above it; a
+-- value drawn in between, however the two interleave, sees an odd reading
+-- or two different ones, and is dropped, never returned.  So every value
+-- returned was drawn from a state that only moves forward: unique, and
+-- increasing in the order of the draws, across every session of the
+-- server.  Only the jump (SECURITY DEFINER) may advance _snowflake_gen or
+-- set the state; other roles may draw (USAGE on the state: a draw only
+-- wastes values) and read the lock.
 --
 -- When 4,096 ids are drawn in one millisecond, the sequence runs into the
 -- next tick, ahead of the clock, and the call waits (a busy loop of at most
@@ -56,15 +58,20 @@
 -- the clock steps back, a call waits out a step of up to 5 ms and refuses
 -- a larger one with system_error (58000) until the clock passes the last
 -- id: values are never taken below the state, whatever the clock says.
--- Every id returned lies in the clock's tick, or in a tick the clock has
--- reached by the time the call returns.
+-- Every id returned lies in a tick from the one in which the call began to
+-- the one the clock has reached when it returns.  (Measured from the call's
+-- start, not from its draw: a session that slept or lost its CPU for a few
+-- milliseconds keeps a draw that a jump made meanwhile moved into a later
+-- tick, instead of asking for a jump of its own, which on a busy server
+-- would leave every session asking for one in turn.)
 --
 -- After a crash, the sequence's WAL brings the state back: every id of a
 -- transaction that committed (with synchronous_commit on: its commit
 -- flushed the nextval() and setval() records before it) stays below the
 -- state.  Ids of transactions that had not committed may be issued again
 -- only if the restart also took the clock back to before them: a restart
--- takes longer than a millisecond, and the first draw after it jumps to the
+-- takes longer than a millisecond, so a call made after it begins in a tick
+-- past every id issued before the crash, and the first draw jumps to the
 -- clock.  On a standby, nextval() refuses (read_only_sql_transaction,
 -- 25006), so no id is issued there.  After a promotion the state is the
 -- one replayed, and the first draw jumps to the clock: a promoted server
@@ -126,27 +133,63 @@ BEGIN
 	EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE %s._snowflake_gen TO PUBLIC', q);
 
 	-- The jump: moves the state forward to the clock's tick, one session
-	-- at a time, inside the sequence lock; does nothing when another
-	-- session is jumping (the caller draws again).
+	-- at a time, inside the sequence lock.  The lock is an advisory lock,
+	-- session-level (released before the call returns, never held across a
+	-- commit, let go by the handler on every error, cancels included), and
+	-- taken without waiting.  Any role may take an advisory lock, so a
+	-- session that finds it taken waits at most 1 s for the state to move,
+	-- then names the holder in an error.
+	-- 0.4.0's first form, without an argument
+	EXECUTE pg_catalog.format('DROP FUNCTION IF EXISTS %s._snowflake_jump()', q);
 	EXECUTE pg_catalog.format($sql$
-		CREATE OR REPLACE FUNCTION %1$s._snowflake_jump() RETURNS void
+		CREATE OR REPLACE FUNCTION %1$s._snowflake_jump(since_tick pg_catalog.int8) RETURNS void
 		LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 		SET search_path = pg_catalog, pg_temp
 		AS $f$
 		DECLARE
 			gen CONSTANT pg_catalog.regclass := %2$L;
 			state CONSTANT pg_catalog.regclass := %3$L;
+			started CONSTANT pg_catalog.timestamptz := clock_timestamp();
 			g pg_catalog.int8;
 			w pg_catalog.int8;
-			wt pg_catalog.int8;
 			now_tick pg_catalog.int8;
 			worker pg_catalog.int4;
 			sysid pg_catalog.int8;
+			holders pg_catalog.text;
 		BEGIN
-			IF NOT pg_try_advisory_lock(1936617325, gen::oid::int4) THEN
-				RETURN;
+			-- The caller needs the state at since_tick, the clock's tick when
+			-- the call began (never beyond the clock's now: a caller cannot
+			-- force jumps).  One session jumps.  The others that find it
+			-- jumping sleep a millisecond at a time until the state has
+			-- moved, not on the lock: a lock's waiters are woken one after
+			-- another, each holding the lock until it gets a CPU, which on a
+			-- busy server is a queue no session gets through.  Sleeping, they
+			-- leave the CPU to the session that jumps.
+			now_tick := floor(date_part('epoch', clock_timestamp()) * 1000)::int8 - 1735689600000;
+			since_tick := least(since_tick, now_tick);
+			WHILE NOT pg_try_advisory_lock(1936617325, gen::oid::int4) LOOP
+				PERFORM pg_sleep(0.001);
+				w := pg_sequence_last_value(state);
+				g := pg_sequence_last_value(gen);
+				IF (w IS NULL OR ((w >> 12) & 2199023255551) >= since_tick) AND g %% 2 = 0 THEN
+					RETURN;
+				END IF;
+				IF clock_timestamp() - started > interval '1 s' THEN
+					RAISE EXCEPTION USING ERRCODE = 'lock_not_available';
+				END IF;
+			END LOOP;
+			-- Another session may have jumped since the caller looked: a look
+			-- at the state spares a second jump, whose sequence lock would
+			-- make every draw in flight draw again (a state just set, not yet
+			-- drawn from, shows its value only to a select).
+			w := pg_sequence_last_value(state);
+			IF w IS NULL THEN
+				SELECT s.last_value INTO w FROM %1$s._snowflake_state s;
 			END IF;
-			BEGIN
+			g := pg_sequence_last_value(gen);
+			-- (the sequence lock left odd by a jump that failed half-way is
+			-- set even here, or draws would wait for it for ever)
+			IF ((w >> 12) & 2199023255551) < since_tick OR g IS NULL OR g %% 2 = 1 THEN
 				SELECT r.worker_id, r.system_identifier INTO worker, sysid FROM %1$s._snowflake_worker r;
 				IF NOT FOUND THEN
 					RAISE EXCEPTION 'no worker id is set for snowflake ids in schema %%', %4$L
@@ -160,33 +203,45 @@ BEGIN
 														 sysid, (SELECT c.system_identifier FROM pg_control_system() c)),
 							  HINT = pg_catalog.format('Give this server a worker id of its own: SELECT %%s.snowflake_set_worker_id(n).', %1$L);
 				END IF;
-				-- a jump that failed half-way left the lock odd: no jump runs now
-				g := pg_sequence_last_value(gen);
+				-- a jump that failed half-way left the lock odd: no jump runs
+				-- now (never drawn from, it gives its start, 0, first)
 				IF g IS NULL OR g %% 2 = 1 THEN
 					PERFORM nextval(gen);
-					IF g IS NULL THEN
-						PERFORM nextval(gen);
-					END IF;
 				END IF;
 				-- odd: a jump in progress.  Its reading of the state is drawn
 				-- inside, so that every value drawn outside is below or above it.
 				PERFORM nextval(gen);
 				w := nextval(state);
-				wt := (w >> 12) & 2199023255551;
 				now_tick := floor(date_part('epoch', clock_timestamp()) * 1000)::int8 - 1735689600000;
-				IF wt < now_tick THEN
+				IF ((w >> 12) & 2199023255551) < now_tick THEN
 					PERFORM setval(state, (worker::int8 << 53) | (now_tick << 12), false);
 				END IF;
 				PERFORM nextval(gen);	-- even again
-				PERFORM pg_advisory_unlock(1936617325, gen::oid::int4);
-			EXCEPTION WHEN OTHERS OR query_canceled THEN
-				PERFORM pg_advisory_unlock(1936617325, gen::oid::int4);
-				RAISE;
-			END;
+			END IF;
+			PERFORM pg_advisory_unlock(1936617325, gen::oid::int4);
+		EXCEPTION WHEN OTHERS OR query_canceled THEN
+			-- let go of the lock whatever the error, also one taken just before it
+			PERFORM pg_advisory_unlock(1936617325, gen::oid::int4)
+			   FROM pg_locks l
+			  WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid() AND l.granted AND l.mode = 'ExclusiveLock'
+				AND l.classid = 1936617325 AND l.objid = gen::oid AND l.objsubid = 2
+				AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database());
+			IF SQLSTATE = '55P03' THEN
+				SELECT string_agg(DISTINCT l.pid::text, ', ') INTO holders
+				  FROM pg_locks l
+				 WHERE l.locktype = 'advisory' AND l.pid <> pg_backend_pid() AND l.granted
+				   AND l.classid = 1936617325 AND l.objid = gen::oid AND l.objsubid = 2
+				   AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database());
+				RAISE EXCEPTION 'could not move the state of snowflake ids in schema %%: its lock is held by process %%', %4$L, coalesce(holders, '(gone)')
+					USING ERRCODE = 'lock_not_available',
+						  DETAIL = pg_catalog.format('The state''s lock (advisory lock 1936617325, %%s) is held for moments by the session moving the state to the clock; it was not let go for 1 s.', gen::oid::int4),
+						  HINT = 'A session that holds this lock stops every snowflake_nextval() of the schema: end it with pg_terminate_backend() if it is not one of these functions.';
+			END IF;
+			RAISE;
 		END
 		$f$$sql$, q, q || '._snowflake_gen', q || '._snowflake_state', s);
-	EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s._snowflake_jump() FROM PUBLIC', q);
-	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s._snowflake_jump() TO PUBLIC', q);
+	EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s._snowflake_jump(pg_catalog.int8) FROM PUBLIC', q);
+	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s._snowflake_jump(pg_catalog.int8) TO PUBLIC', q);
 
 	EXECUTE pg_catalog.format($sql$
 		CREATE OR REPLACE FUNCTION %1$s.snowflake_nextval() RETURNS pg_catalog.int8
@@ -195,6 +250,9 @@ BEGIN
 		-- No SET search_path, which would cost every call: every name and
 		-- operator is pg_catalog's, written so.
 		DECLARE
+			-- the clock's tick when the call began: the id lies in it or in
+			-- a later tick the clock reaches before the call returns
+			since_tick CONSTANT pg_catalog.int8 := pg_catalog.int8mi(pg_catalog.floor(pg_catalog.float8mul(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()), 1000))::pg_catalog.int8, 1735689600000);
 			g1 pg_catalog.int8;
 			v pg_catalog.int8;
 			t pg_catalog.int8;
@@ -206,26 +264,34 @@ BEGIN
 					v := pg_catalog.nextval(%3$L::pg_catalog.regclass);
 					IF pg_catalog.pg_sequence_last_value(%2$L::pg_catalog.regclass) OPERATOR(pg_catalog.=) g1 THEN
 						t := pg_catalog.int8and(pg_catalog.int8shr(v, 12), 2199023255551);
-						now_tick := pg_catalog.int8mi(pg_catalog.floor(pg_catalog.float8mul(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()), 1000))::pg_catalog.int8, 1735689600000);
-						IF t OPERATOR(pg_catalog.>=) now_tick THEN
-							IF pg_catalog.int8mi(t, now_tick) OPERATOR(pg_catalog.>) 5 THEN
-								RAISE EXCEPTION 'clock moved backwards by %% ms', pg_catalog.int8mi(t, now_tick)
-									USING ERRCODE = 'system_error',
-										  DETAIL = 'The last id was issued at a time more than 5 ms after the clock''s current time.',
-										  HINT = 'Ids are issued again once the clock passes the time of the last id; check the server''s time synchronisation.';
-							END IF;
-							-- the sequence ran into a tick the clock has not reached
-							WHILE now_tick OPERATOR(pg_catalog.<) t LOOP
+						IF t OPERATOR(pg_catalog.>=) since_tick THEN
+							IF t OPERATOR(pg_catalog.>) since_tick THEN
 								now_tick := pg_catalog.int8mi(pg_catalog.floor(pg_catalog.float8mul(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()), 1000))::pg_catalog.int8, 1735689600000);
-							END LOOP;
+								IF pg_catalog.int8mi(t, now_tick) OPERATOR(pg_catalog.>) 5 THEN
+									RAISE EXCEPTION 'clock moved backwards by %% ms', pg_catalog.int8mi(t, now_tick)
+										USING ERRCODE = 'system_error',
+											  DETAIL = 'The last id was issued at a time more than 5 ms after the clock''s current time.',
+											  HINT = 'Ids are issued again once the clock passes the time of the last id; check the server''s time synchronisation.';
+								END IF;
+								-- the sequence ran into a tick the clock has not reached
+								WHILE now_tick OPERATOR(pg_catalog.<) t LOOP
+									now_tick := pg_catalog.int8mi(pg_catalog.floor(pg_catalog.float8mul(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()), 1000))::pg_catalog.int8, 1735689600000);
+								END LOOP;
+							END IF;
 							RETURN pg_catalog.int8or(pg_catalog.int8or(pg_catalog.int8shl(t, 22),
 														pg_catalog.int8shl(pg_catalog.int8shr(v, 53), 12)),
 									 pg_catalog.int8and(v, 4095));
 						END IF;
 					END IF;
 				END IF;
-				-- behind the clock, or a jump ran meanwhile: move the state, draw again
-				PERFORM %1$s._snowflake_jump();
+				-- Behind the call's tick, or a jump ran meanwhile: draw again,
+				-- after moving the state unless it has moved since (a state
+				-- just set by a jump and not yet drawn from reads as null), or
+				-- after waiting for a jump in progress.
+				t := pg_catalog.int8and(pg_catalog.int8shr(pg_catalog.pg_sequence_last_value(%3$L::pg_catalog.regclass), 12), 2199023255551);
+				IF t OPERATOR(pg_catalog.<) since_tick OR pg_catalog.int8mod(g1, 2) OPERATOR(pg_catalog.=) 1 THEN
+					PERFORM %1$s._snowflake_jump(since_tick);
+				END IF;
 			END LOOP;
 		END
 		$f$$sql$, q, q || '._snowflake_gen', q || '._snowflake_state');

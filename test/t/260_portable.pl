@@ -10,6 +10,9 @@
 #   go on above it, in order;
 # - a jump held in progress (the sequence lock odd, the jump's lock held):
 #   a draw waits, and returns a value above the state the jump leaves;
+# - the jump's lock held by a session of another role, alone or in share:
+#   a draw that needs the state moved waits 1 s, then names the holder
+#   (55P03);
 # - a clock behind the last id within 5 ms: waited out; beyond: refused
 #   (58000) (the state is set ahead of the clock, as a clock stepped back
 #   would leave it);
@@ -132,10 +135,12 @@ cmp_ok($first, '>', $set & 9007199254740991, "past a tick's last sequence, ids g
 is(scalar(grep { / 7 (true|first)$/ } @burst), 20, 'the 20 ids increase, all of worker id 7');
 
 # A jump in progress, held there: another session holds the jump's
-# advisory lock, sets the state a few ms ahead of the clock and advances the
-# sequence lock to odd.  A draw started right then (it waits for a lock that
-# session releases in the same statement) waits, drawing nothing, and
-# returns a value above the state the jump leaves.
+# advisory lock, sets the state a little ahead of the clock and advances the
+# sequence lock to odd, sleeps 0.3 s (less than the 1 s a draw waits for
+# the lock), moves the state further on and sets the sequence lock even.
+# A draw started right then (it waits for a lock that session releases in
+# the same statement) returns a value above the state the jump leaves, not
+# one drawn while the sequence lock was odd, which would be below it.
 my ($xin, $xout, $xerr) = ('', '', '');
 my $timer = IPC::Run::timer(180);
 my $x = IPC::Run::start([ 'psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', $app ],
@@ -150,22 +155,46 @@ my $d = IPC::Run::start(
 	'>', \$dout, '2>', \$derr);
 $node->poll_query_until('app', q{SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND objid = 42 AND NOT granted)})
   or die 'the draw does not wait for lock 42';
-$xin .= "SELECT setval('sf._snowflake_state', (7::int8 << 53) | (($now_tick + 4) << 12) | 50);"
-  . " SELECT 'odd:' || nextval('sf._snowflake_gen') % 2; SELECT pg_advisory_unlock(42);\n";
-$x->pump until $xout =~ /^odd:1$/m || $timer->is_expired;
-sleep 1;
-$d->pump_nb;
-is($dout, '', 'a draw waits while a jump is in progress');
-$xin .= "SELECT 'set:' || setval('sf._snowflake_state', (7::int8 << 53) | (($now_tick + 2) << 12) | 100);"
+$xin .= "SELECT setval('sf._snowflake_state', (7::int8 << 53) | (($now_tick + 2) << 12) | 50);"
+  . " SELECT 'odd:' || nextval('sf._snowflake_gen') % 2; SELECT pg_advisory_unlock(42);"
+  . " SELECT pg_sleep(0.3);"
+  . " SELECT 'set:' || setval('sf._snowflake_state', (7::int8 << 53) | (($now_tick + 4) << 12) | 100);"
   . " SELECT 'even:' || nextval('sf._snowflake_gen') % 2; SELECT pg_advisory_unlock($lock);\n";
 $x->pump until $xout =~ /^even:0$/m || $timer->is_expired;
+like($xout, qr/^odd:1$/m, 'the sequence lock was odd while the jump was held');
 ($set) = $xout =~ /^set:(\d+)$/m;
 $d->finish;
 chomp $dout;
+is($derr, '', 'the draw made while a jump was held in progress succeeded');
 is( app_psql("SELECT ((($dout >> 22) << 12) | ($dout & 4095)) > (${set}::int8 & 9007199254740991)"),
-	't', 'then returns a value above the state the jump left');
+	't', 'and returned a value above the state the jump left');
 $xin .= "\\q\n";
 $x->finish;
+
+# Any role may take an advisory lock: a session of another role holding
+# the jump's lock (alone, or in share) keeps the state from moving.  A draw
+# that needs it moved waits 1 s, then says which process holds the lock
+# (55P03), instead of waiting for good (statement_timeout is 20 s here).
+for my $mode ('pg_advisory_lock', 'pg_advisory_lock_shared')
+{
+	my ($hin, $hout) = ('', '');
+	my $h = IPC::Run::start([ 'psql', '-X', '-q', '-A', '-t', '-d', $node->connstr('app') . ' user=other' ],
+		'<', \$hin, '>', \$hout, '2>', \my $herr, $timer);
+	$hin .= "SELECT 'held:' || pg_backend_pid() || ':' || $mode($lock)::text;\n";
+	$h->pump until $hout =~ /^held:/m || $timer->is_expired;
+	my ($holder) = $hout =~ /^held:(\d+):/m;
+	my $started = time;
+	($ret, $stdout, $stderr) = app_psql(
+		"SELECT setval('sf._snowflake_state', (7::int8 << 53) | (($now_tick - 1000) << 12)) > 0",
+		q{SET statement_timeout = '20s'},
+		'SELECT sf.snowflake_nextval()');
+	like($stderr, qr/ERROR:  could not move the state of snowflake ids in schema sf: its lock is held by process $holder\n/,
+		"a draw that needs the state moved while another role holds its lock ($mode) names the holder");
+	cmp_ok(time - $started, '<', 15, 'after a bounded wait');
+	$hin .= "\\q\n";
+	$h->finish;
+}
+like(app_psql('SELECT sf.snowflake_nextval()'), qr/^\d+$/, 'once it is let go, ids come again');
 
 # the clock behind the last id: 3 ms, waited out; 100 ms, refused
 is( app_psql(
