@@ -48,9 +48,12 @@
 -- or two different ones, and is dropped, never returned.  So every value
 -- returned was drawn from a state that only moves forward: unique, and
 -- increasing in the order of the draws, across every session of the
--- server.  Only the jump (SECURITY DEFINER) may advance _snowflake_gen or
--- set the state; other roles may draw (USAGE on the state: a draw only
--- wastes values) and read the lock.
+-- server.  A batch takes its ids a block at a time the same way: inside
+-- the sequence lock, after the jump's reading of the state, it sets the
+-- state to the block's last value, so that every value drawn outside is
+-- below the reading or above the block.  Only the jump (SECURITY DEFINER)
+-- may advance _snowflake_gen or set the state; other roles may draw (USAGE
+-- on the state: a draw only wastes values) and read the lock.
 --
 -- When 4,096 ids are drawn in one millisecond, the sequence runs into the
 -- next tick, ahead of the clock, and the call waits (a busy loop of at most
@@ -133,16 +136,20 @@ BEGIN
 	EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE %s._snowflake_gen TO PUBLIC', q);
 
 	-- The jump: moves the state forward to the clock's tick, one session
-	-- at a time, inside the sequence lock.  The lock is an advisory lock,
-	-- session-level (released before the call returns, never held across a
-	-- commit, let go by the handler on every error, cancels included), and
-	-- taken without waiting.  Any role may take an advisory lock, so a
-	-- session that finds it taken waits at most 1 s for the state to move,
-	-- then names the holder in an error.
-	-- 0.4.0's first form, without an argument
+	-- at a time, inside the sequence lock; or, asked for a block of ids,
+	-- also takes up to that many values after the state's (in one tick)
+	-- for the caller alone, by setting the state past them in the same
+	-- way.  The lock is an advisory lock, session-level (released before
+	-- the call returns, never held across a commit, let go by the handler
+	-- on every error, cancels included), and taken without waiting.  Any
+	-- role may take an advisory lock, so a session that finds it taken
+	-- waits at most 1 s for it, then names the holder in an error.
+	-- (0.4.0's earlier forms)
 	EXECUTE pg_catalog.format('DROP FUNCTION IF EXISTS %s._snowflake_jump()', q);
+	EXECUTE pg_catalog.format('DROP FUNCTION IF EXISTS %s._snowflake_jump(pg_catalog.int8)', q);
 	EXECUTE pg_catalog.format($sql$
-		CREATE OR REPLACE FUNCTION %1$s._snowflake_jump(since_tick pg_catalog.int8) RETURNS void
+		CREATE OR REPLACE FUNCTION %1$s._snowflake_jump(since_tick pg_catalog.int8, block pg_catalog.int4)
+		RETURNS pg_catalog.int8
 		LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 		SET search_path = pg_catalog, pg_temp
 		AS $f$
@@ -152,27 +159,33 @@ BEGIN
 			started CONSTANT pg_catalog.timestamptz := clock_timestamp();
 			g pg_catalog.int8;
 			w pg_catalog.int8;
+			first pg_catalog.int8;
 			now_tick pg_catalog.int8;
 			worker pg_catalog.int4;
 			sysid pg_catalog.int8;
 			holders pg_catalog.text;
 		BEGIN
-			-- The caller needs the state at since_tick, the clock's tick when
-			-- the call began (never beyond the clock's now: a caller cannot
-			-- force jumps).  One session jumps.  The others that find it
-			-- jumping sleep a millisecond at a time until the state has
-			-- moved, not on the lock: a lock's waiters are woken one after
-			-- another, each holding the lock until it gets a CPU, which on a
-			-- busy server is a queue no session gets through.  Sleeping, they
-			-- leave the CPU to the session that jumps.
+			-- since_tick is the clock's tick when the caller began, never
+			-- taken beyond the clock's now: a caller cannot force jumps.  A
+			-- jump (block 0) is done when the state has reached it.  One
+			-- session jumps.  The others that find it jumping sleep a
+			-- millisecond at a time until the state has moved, not on the
+			-- lock: a lock's waiters are woken one after another, each
+			-- holding the lock until it gets a CPU, which on a busy server is
+			-- a queue no session gets through.  Sleeping, they leave the CPU
+			-- to the session that jumps.
 			now_tick := floor(date_part('epoch', clock_timestamp()) * 1000)::int8 - 1735689600000;
 			since_tick := least(since_tick, now_tick);
+			IF block < 0 OR block > 4096 THEN
+				RAISE EXCEPTION 'a block of snowflake ids is 0 to 4096 ids, not %%', block
+					USING ERRCODE = 'invalid_parameter_value';
+			END IF;
 			WHILE NOT pg_try_advisory_lock(1936617325, gen::oid::int4) LOOP
 				PERFORM pg_sleep(0.001);
 				w := pg_sequence_last_value(state);
 				g := pg_sequence_last_value(gen);
-				IF (w IS NULL OR ((w >> 12) & 2199023255551) >= since_tick) AND g %% 2 = 0 THEN
-					RETURN;
+				IF block = 0 AND (w IS NULL OR ((w >> 12) & 2199023255551) >= since_tick) AND g %% 2 = 0 THEN
+					RETURN NULL;
 				END IF;
 				IF clock_timestamp() - started > interval '1 s' THEN
 					RAISE EXCEPTION USING ERRCODE = 'lock_not_available';
@@ -189,7 +202,7 @@ BEGIN
 			g := pg_sequence_last_value(gen);
 			-- (the sequence lock left odd by a jump that failed half-way is
 			-- set even here, or draws would wait for it for ever)
-			IF ((w >> 12) & 2199023255551) < since_tick OR g IS NULL OR g %% 2 = 1 THEN
+			IF block > 0 OR ((w >> 12) & 2199023255551) < since_tick OR g IS NULL OR g %% 2 = 1 THEN
 				SELECT r.worker_id, r.system_identifier INTO worker, sysid FROM %1$s._snowflake_worker r;
 				IF NOT FOUND THEN
 					RAISE EXCEPTION 'no worker id is set for snowflake ids in schema %%', %4$L
@@ -213,12 +226,33 @@ BEGIN
 				PERFORM nextval(gen);
 				w := nextval(state);
 				now_tick := floor(date_part('epoch', clock_timestamp()) * 1000)::int8 - 1735689600000;
-				IF ((w >> 12) & 2199023255551) < now_tick THEN
-					PERFORM setval(state, (worker::int8 << 53) | (now_tick << 12), false);
+				IF block = 0 THEN
+					IF ((w >> 12) & 2199023255551) < now_tick THEN
+						PERFORM setval(state, (worker::int8 << 53) | (now_tick << 12), false);
+					END IF;
+				ELSE
+					-- the block: from the value after the reading, or from the
+					-- clock's tick if the reading lies before the caller's; up
+					-- to the end of its tick, which the caller waits for if the
+					-- clock has not reached it
+					IF ((w >> 12) & 2199023255551) < since_tick THEN
+						first := (worker::int8 << 53) | (now_tick << 12);
+					ELSE
+						first := w + 1;
+					END IF;
+					IF ((first >> 12) & 2199023255551) - now_tick > 5 THEN
+						PERFORM nextval(gen);	-- even again, nothing taken
+						RAISE EXCEPTION 'clock moved backwards by %% ms', ((first >> 12) & 2199023255551) - now_tick
+							USING ERRCODE = 'system_error',
+								  DETAIL = 'The last id was issued at a time more than 5 ms after the clock''s current time.',
+								  HINT = 'Ids are issued again once the clock passes the time of the last id; check the server''s time synchronisation.';
+					END IF;
+					PERFORM setval(state, first + least(block, 4096 - (first & 4095)) - 1, true);
 				END IF;
 				PERFORM nextval(gen);	-- even again
 			END IF;
 			PERFORM pg_advisory_unlock(1936617325, gen::oid::int4);
+			RETURN first;
 		EXCEPTION WHEN OTHERS OR query_canceled THEN
 			-- let go of the lock whatever the error, also one taken just before it
 			PERFORM pg_advisory_unlock(1936617325, gen::oid::int4)
@@ -240,8 +274,8 @@ BEGIN
 			RAISE;
 		END
 		$f$$sql$, q, q || '._snowflake_gen', q || '._snowflake_state', s);
-	EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s._snowflake_jump(pg_catalog.int8) FROM PUBLIC', q);
-	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s._snowflake_jump(pg_catalog.int8) TO PUBLIC', q);
+	EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s._snowflake_jump(pg_catalog.int8, pg_catalog.int4) FROM PUBLIC', q);
+	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s._snowflake_jump(pg_catalog.int8, pg_catalog.int4) TO PUBLIC', q);
 
 	EXECUTE pg_catalog.format($sql$
 		CREATE OR REPLACE FUNCTION %1$s.snowflake_nextval() RETURNS pg_catalog.int8
@@ -290,11 +324,48 @@ BEGIN
 				-- after waiting for a jump in progress.
 				t := pg_catalog.int8and(pg_catalog.int8shr(pg_catalog.pg_sequence_last_value(%3$L::pg_catalog.regclass), 12), 2199023255551);
 				IF t OPERATOR(pg_catalog.<) since_tick OR pg_catalog.int8mod(g1, 2) OPERATOR(pg_catalog.=) 1 THEN
-					PERFORM %1$s._snowflake_jump(since_tick);
+					PERFORM %1$s._snowflake_jump(since_tick, 0);
 				END IF;
 			END LOOP;
 		END
 		$f$$sql$, q, q || '._snowflake_gen', q || '._snowflake_state');
+
+	-- n ids, increasing, taken a block (up to a tick's 4,096) at a time
+	-- with one jump each, instead of one draw each.  PL/pgSQL returns a set
+	-- whole, so all n are taken before the first row is returned (a LIMIT
+	-- on the batch leaves the rest issued to no one).  As in the C edition,
+	-- a batch takes no tick ahead of the clock: it waits for the clock.
+	EXECUTE pg_catalog.format($sql$
+		CREATE OR REPLACE FUNCTION %1$s.snowflake_nextval_batch(n pg_catalog.int4) RETURNS SETOF pg_catalog.int8
+		LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE ROWS 1000
+		SET search_path = pg_catalog, pg_temp
+		AS $f$
+		DECLARE
+			since_tick CONSTANT pg_catalog.int8 := pg_catalog.int8mi(pg_catalog.floor(pg_catalog.float8mul(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()), 1000))::pg_catalog.int8, 1735689600000);
+			remaining pg_catalog.int4 := n;
+			v pg_catalog.int8;
+			k pg_catalog.int4;
+			t pg_catalog.int8;
+			first_id pg_catalog.int8;
+		BEGIN
+			IF n < 0 THEN
+				RAISE EXCEPTION 'number of ids must not be negative'
+					USING ERRCODE = 'invalid_parameter_value';
+			END IF;
+			WHILE remaining > 0 LOOP
+				v := %1$s._snowflake_jump(since_tick, least(remaining, 4096));
+				k := least(remaining, 4096 - (v & 4095)::pg_catalog.int4);
+				t := (v >> 12) & 2199023255551;
+				-- the block ran into a tick the clock has not reached
+				WHILE pg_catalog.int8mi(pg_catalog.floor(pg_catalog.float8mul(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()), 1000))::pg_catalog.int8, 1735689600000) < t LOOP
+					NULL;
+				END LOOP;
+				first_id := (t << 22) | ((v >> 53) << 12) | (v & 4095);
+				RETURN QUERY SELECT generate_series(first_id, first_id + k - 1);
+				remaining := remaining - k;
+			END LOOP;
+		END
+		$f$$sql$, q);
 
 	EXECUTE pg_catalog.format($sql$
 		CREATE OR REPLACE FUNCTION %1$s.snowflake_set_worker_id(worker_id pg_catalog.int4) RETURNS pg_catalog.int4
