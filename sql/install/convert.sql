@@ -14,7 +14,10 @@
 -- own membership records (pg_depend), which also ignores any look-alike
 -- created in another schema, writes the DEFAULT qualified with that
 -- schema, and calls its helpers qualified with it: they then mean the same
--- thing under any search_path.
+-- thing under any search_path.  The work itself is done by
+-- _snowflake_convert_column(), told that schema: the plain-SQL edition
+-- (sql/portable/), which is no extension, installs this file too and calls
+-- it with the schema it was installed in.
 --
 -- Locks: lock first, then read.  A real run takes ACCESS EXCLUSIVE on the
 -- table before it reads anything about it, then computes the closure (every
@@ -72,7 +75,47 @@ ROWS 10
 SET search_path = pg_catalog, pg_temp
 AS $convert$
 DECLARE
-	v_nsp name;				-- schema of the extension
+	v_nsp name;
+BEGIN
+	SELECT n.nspname INTO v_nsp
+	  FROM pg_depend d
+	  JOIN pg_extension e ON e.oid = d.refobjid
+	  JOIN pg_proc p ON p.oid = d.objid
+	  JOIN pg_namespace n ON n.oid = p.pronamespace
+	 WHERE d.classid = 'pg_proc'::regclass
+	   AND d.refclassid = 'pg_extension'::regclass
+	   AND d.deptype = 'e'
+	   AND e.extname = 'snowflake'
+	   AND p.proname = 'snowflake_nextval'
+	   AND p.pronargs = 0;
+	RETURN QUERY EXECUTE format('SELECT s FROM %I._snowflake_convert_column($1::pg_catalog.regclass,
+			$2::pg_catalog.name, $3::pg_catalog.bool, $4::pg_catalog.bool, $5::pg_catalog.name) s', v_nsp)
+	  USING tbl, col, dry_run, drop_sequence, v_nsp;
+END;
+$convert$;
+
+COMMENT ON FUNCTION snowflake_convert_column(regclass, name, boolean, boolean) IS
+'replace the serial, identity or nextval() default of a column, and the type of every column referencing it, with Snowflake ids';
+
+-- The work of snowflake_convert_column(), with the snowflake_nextval() of
+-- schema home; the markings and search_path of snowflake_convert_column(),
+-- for the same reasons.  Any role may call it with any schema: it runs
+-- with its caller's rights, on a table its caller owns, and could do
+-- nothing the caller could not do by hand.
+CREATE FUNCTION _snowflake_convert_column(
+	tbl regclass,
+	col name,
+	dry_run boolean,
+	drop_sequence boolean,
+	home name)
+RETURNS SETOF text
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+ROWS 10
+SET search_path = pg_catalog, pg_temp
+AS $convert$
+DECLARE
+	v_nsp name := home;		-- schema of snowflake_nextval()
 	v_call text;			-- the new DEFAULT: "schema".snowflake_nextval()
 	v_ours text;			-- a DEFAULT calling it, as pg_get_expr() prints it here
 	v_kind "char";
@@ -92,17 +135,15 @@ BEGIN
 			USING ERRCODE = 'null_value_not_allowed';
 	END IF;
 
-	SELECT n.nspname, p.oid::regproc::text || '()' INTO v_nsp, v_ours
-	  FROM pg_depend d
-	  JOIN pg_extension e ON e.oid = d.refobjid
-	  JOIN pg_proc p ON p.oid = d.objid
-	  JOIN pg_namespace n ON n.oid = p.pronamespace
-	 WHERE d.classid = 'pg_proc'::regclass
-	   AND d.refclassid = 'pg_extension'::regclass
-	   AND d.deptype = 'e'
-	   AND e.extname = 'snowflake'
+	SELECT p.oid::regproc::text || '()' INTO v_ours
+	  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+	 WHERE n.nspname = v_nsp
 	   AND p.proname = 'snowflake_nextval'
 	   AND p.pronargs = 0;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'no snowflake_nextval() in schema %', coalesce(quote_ident(v_nsp), 'NULL')
+			USING ERRCODE = 'object_not_in_prerequisite_state';
+	END IF;
 	v_call := format('%I.snowflake_nextval()', v_nsp);
 
 	-- What can be known without a lock, to refuse before LOCK TABLE would
@@ -230,8 +271,8 @@ BEGIN
 END;
 $convert$;
 
-COMMENT ON FUNCTION snowflake_convert_column(regclass, name, boolean, boolean) IS
-'replace the serial, identity or nextval() default of a column, and the type of every column referencing it, with Snowflake ids';
+COMMENT ON FUNCTION _snowflake_convert_column(regclass, name, boolean, boolean, name) IS
+'internal: the work of snowflake_convert_column(), with the snowflake_nextval() of a given schema';
 
 -- The closure: every column that must become bigint when tbl.col does,
 -- tbl.col first, as (root table, column name): each column whose foreign

@@ -8,7 +8,9 @@
 --
 -- Installs into one schema, made if missing, owned by whoever runs it: no
 -- superuser needed beyond creating a schema in the database.  Running it
--- again replaces the functions and keeps the state and the worker id.
+-- again replaces the functions and keeps the state and the worker id.  It
+-- includes the C edition's conversion from serial, ../install/convert.sql
+-- (plain PL/pgSQL): run it from a checkout or a release's tree.
 --
 -- An id is (ms since 2025-01-01 UTC) << 22 | worker id << 12 | sequence,
 -- bit for bit the C edition's default layout, so either edition decodes the
@@ -505,5 +507,53 @@ BEGIN
 		$f$$sql$, q);
 END
 $install$;
+
+-- The conversion from serial: the C edition's own functions
+-- (sql/install/convert.sql, which needs nothing compiled), created in the
+-- schema; then snowflake_convert_column() made to call their work with
+-- this schema's snowflake_nextval().  They are dropped first, to be made
+-- again when the script runs again.  (search_path names only the schema:
+-- pg_catalog, searched first when it is not named, resolves every type.)
+DO $drop$
+DECLARE
+	q pg_catalog.text := pg_catalog.quote_ident(pg_catalog.current_setting('snowflake_portable.schema'));
+	f pg_catalog.text;
+BEGIN
+	PERFORM pg_catalog.set_config('client_min_messages', 'warning', true);
+	FOREACH f IN ARRAY ARRAY[
+		'snowflake_convert_column(pg_catalog.regclass, pg_catalog.name, pg_catalog.bool, pg_catalog.bool)',
+		'_snowflake_convert_column(pg_catalog.regclass, pg_catalog.name, pg_catalog.bool, pg_catalog.bool, pg_catalog.name)',
+		'_snowflake_convert_fk_closure(pg_catalog.regclass, pg_catalog.name)',
+		'_snowflake_convert_obstacles(pg_catalog.regclass, pg_catalog.name, pg_catalog.bool, pg_catalog.oid[], pg_catalog.name[], pg_catalog.text, pg_catalog.text)',
+		'_snowflake_convert_statements(pg_catalog.regclass, pg_catalog.name, pg_catalog.bool, pg_catalog.oid[], pg_catalog.name[], pg_catalog.oid[], pg_catalog.oid[], pg_catalog.oid[], pg_catalog.oid[], pg_catalog.bool, pg_catalog.oid[], pg_catalog.text)'] LOOP
+		EXECUTE pg_catalog.format('DROP FUNCTION IF EXISTS %s.%s', q, f);
+	END LOOP;
+END
+$drop$;
+SELECT pg_catalog.set_config('search_path', pg_catalog.quote_ident(:'schema'), false) IS NOT NULL AS search_path_set \gset
+\ir ../install/convert.sql
+RESET search_path;
+DO $convert$
+DECLARE
+	s pg_catalog.text := pg_catalog.current_setting('snowflake_portable.schema');
+	q pg_catalog.text := pg_catalog.quote_ident(s);
+BEGIN
+	EXECUTE pg_catalog.format($sql$
+		CREATE OR REPLACE FUNCTION %1$s.snowflake_convert_column(
+			tbl pg_catalog.regclass,
+			col pg_catalog.name DEFAULT 'id',
+			dry_run pg_catalog.bool DEFAULT false,
+			drop_sequence pg_catalog.bool DEFAULT false)
+		RETURNS SETOF pg_catalog.text
+		LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+		ROWS 10
+		SET search_path = pg_catalog, pg_temp
+		AS $f$
+		BEGIN
+			RETURN QUERY SELECT c FROM %1$s._snowflake_convert_column(tbl, col, dry_run, drop_sequence, %2$L::pg_catalog.name) c;
+		END
+		$f$$sql$, q, s);
+END
+$convert$;
 
 RESET snowflake_portable.schema;

@@ -19,6 +19,9 @@
 # - a clock behind the last id within 5 ms: waited out; beyond: refused
 #   (58000) (the state is set ahead of the clock, as a clock stepped back
 #   would leave it);
+# - snowflake_convert_column() converts a serial key and the column
+#   referencing it to this edition's ids, and a schema converted by either
+#   edition dumps the same;
 # - the database restored into another cluster: refused (55000) until that
 #   server has a worker id of its own;
 # - ids of either edition decode the same in the other (the C edition on a
@@ -70,8 +73,8 @@ is( $node->safe_psql(
 		'app', q{SELECT count(*), count(*) FILTER (WHERE l.lanname NOT IN ('sql', 'plpgsql'))
 		  FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
 		 WHERE p.pronamespace = 'sf'::regnamespace}),
-	'9|0',
-	'its 9 functions are SQL or PL/pgSQL: nothing compiled');
+	'14|0',
+	'its 14 functions are SQL or PL/pgSQL: nothing compiled');
 ok(IPC::Run::run([ 'psql', '-X', '-q', '-d', $app, '-v', 'schema=sf', '-f', $script ], '>', \$out, '2>', \$err),
 	'running it again works') or diag $err;
 
@@ -259,6 +262,26 @@ ok(defined $behind && $behind > 5 && $behind <= 300, 'a clock 300 ms behind is r
 sleep 1;
 like(app_psql('SELECT sf.snowflake_nextval()'), qr/^\d+$/, 'and ids come again once the clock has passed');
 
+# The conversion from serial, the C edition's PL/pgSQL run with this
+# edition's snowflake_nextval(): a table and one referencing it.
+app_psql(
+	'CREATE TABLE customers (id serial PRIMARY KEY, name text)',
+	'CREATE TABLE orders (id serial PRIMARY KEY, customer_id int REFERENCES customers)',
+	'INSERT INTO customers (name) SELECT g::text FROM generate_series(1, 100) g',
+	'INSERT INTO orders (customer_id) SELECT 1 + g % 100 FROM generate_series(1, 300) g');
+like(app_psql(q{SELECT string_agg(s, E'\n') FROM sf.snowflake_convert_column('customers') s}),
+	qr/ALTER TABLE public\.customers ALTER COLUMN id SET DEFAULT sf\.snowflake_nextval\(\)/,
+	'snowflake_convert_column() converts a serial column to this edition\'s ids');
+is( app_psql(q{SELECT string_agg(format('%s.%s %s %s', c.table_name, c.column_name, c.data_type, coalesce(c.column_default, '-')), ', ' ORDER BY c.table_name)
+	  FROM information_schema.columns c
+	 WHERE (c.table_name, c.column_name) IN (('customers', 'id'), ('orders', 'customer_id'))}),
+	'customers.id bigint sf.snowflake_nextval(), orders.customer_id bigint -',
+	'the column and the one referencing it are bigint, the default is sf.snowflake_nextval()');
+is( app_psql(q{WITH c AS (INSERT INTO customers (name) VALUES ('new') RETURNING id),
+	                o AS (INSERT INTO orders (customer_id) SELECT id FROM c RETURNING customer_id)
+	  SELECT o.customer_id > 100 AND d.worker_id = 7 FROM o, sf.snowflake_decode(o.customer_id) d}),
+	't', 'a new row takes an id above the old ones, of worker id 7, and is referenced');
+
 # the C edition on another server: each decodes the other's ids the same;
 # the database restored there keeps worker id 7 of this server: refused
 my $c = snowflake_node('c_edition', "snowflake.worker_id = 9\n");
@@ -273,6 +296,29 @@ like($stderr, qr/the worker id of schema sf was set on another server/,
 is($c->safe_psql('app', 'SET ROLE app; SELECT sf.snowflake_set_worker_id(8)'), '8',
 	'until it has a worker id of its own');
 $c->safe_psql('app', 'CREATE EXTENSION snowflake SCHEMA public');
+
+# The same schema converted by each edition ends the same: pg_dump
+# --schema-only of the two alike, but for the schema and the function
+# named in the defaults.
+my %dump;
+for my $edition ('public', 'sf')
+{
+	$c->safe_psql('app', qq{SET ROLE app;
+		CREATE SCHEMA conv_$edition;
+		CREATE TABLE conv_$edition.customers (id serial PRIMARY KEY, name text);
+		CREATE TABLE conv_$edition.orders (id bigserial PRIMARY KEY, customer_id int NOT NULL REFERENCES conv_$edition.customers);
+		CREATE TABLE conv_$edition.profiles (customer_id int PRIMARY KEY REFERENCES conv_$edition.customers ON DELETE CASCADE);
+		INSERT INTO conv_$edition.customers (name) VALUES ('a'), ('b');
+		SELECT count(*) FROM $edition.snowflake_convert_column('conv_$edition.customers', drop_sequence => true);});
+	IPC::Run::run([ 'pg_dump', '--schema-only', '-n', "conv_$edition", '-d', $c->connstr('app') ], '>', \$dump{$edition})
+	  or die "pg_dump of conv_$edition failed";
+	$dump{$edition} =~ s/^\\(un)?restrict \S+$//mg;	# (a key of its own in each dump)
+	$dump{$edition} =~ s/conv_$edition/SCHEMA/g;
+	$dump{$edition} =~ s/\b$edition\.snowflake_nextval\(\)/NEXTVAL()/g;
+}
+is($dump{sf}, $dump{public}, 'a schema converted by either edition dumps the same')
+  or diag "C edition:\n$dump{public}\nSQL edition:\n$dump{sf}";
+like($dump{sf}, qr/DEFAULT NEXTVAL\(\)/, 'with the new default');
 my $mixed = $c->safe_psql('app', q{
 	WITH ids(id) AS (
 		SELECT snowflake_nextval() FROM generate_series(1, 500)   -- the C edition's
