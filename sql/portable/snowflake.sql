@@ -235,8 +235,10 @@ BEGIN
 				ELSE
 					-- the block: from the value after the reading, or from the
 					-- clock's tick if the reading lies before the caller's; up
-					-- to the end of its tick, which the caller waits for if the
-					-- clock has not reached it
+					-- to the end of its tick.  None of a tick the clock has not
+					-- reached: then nothing is taken, and the caller waits for
+					-- the clock and asks again (a batch taking ticks ahead would
+					-- keep every other caller waiting for the clock).
 					IF ((w >> 12) & 2199023255551) < since_tick THEN
 						first := (worker::int8 << 53) | (now_tick << 12);
 					ELSE
@@ -249,7 +251,11 @@ BEGIN
 								  DETAIL = 'The last id was issued at a time more than 5 ms after the clock''s current time.',
 								  HINT = 'Ids are issued again once the clock passes the time of the last id; check the server''s time synchronisation.';
 					END IF;
-					PERFORM setval(state, first + least(block, 4096 - (first & 4095)) - 1, true);
+					IF ((first >> 12) & 2199023255551) > now_tick THEN
+						first := NULL;
+					ELSE
+						PERFORM setval(state, first + least(block, 4096 - (first & 4095)) - 1, true);
+					END IF;
 				END IF;
 				PERFORM nextval(gen);	-- even again
 			END IF;
@@ -336,7 +342,9 @@ BEGIN
 	-- with one jump each, instead of one draw each.  PL/pgSQL returns a set
 	-- whole, so all n are taken before the first row is returned (a LIMIT
 	-- on the batch leaves the rest issued to no one).  As in the C edition,
-	-- a batch takes no tick ahead of the clock: it waits for the clock.
+	-- a batch takes no tick ahead of the clock: it waits for the clock, so
+	-- that one caller asking for millions of ids cannot push the state
+	-- ahead and make every other caller wait.
 	EXECUTE pg_catalog.format($sql$
 		CREATE OR REPLACE FUNCTION %1$s.snowflake_nextval_batch(n pg_catalog.int4) RETURNS SETOF pg_catalog.int8
 		LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE ROWS 1000
@@ -356,12 +364,17 @@ BEGIN
 			END IF;
 			WHILE remaining > 0 LOOP
 				v := %1$s._snowflake_jump(since_tick, least(remaining, 4096));
+				IF v IS NULL THEN
+					-- the state is in a tick the clock has not reached (up to
+					-- 5 ms): wait for the clock's next tick, and ask again
+					t := pg_catalog.int8mi(pg_catalog.floor(pg_catalog.float8mul(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()), 1000))::pg_catalog.int8, 1735689600000);
+					WHILE pg_catalog.int8mi(pg_catalog.floor(pg_catalog.float8mul(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()), 1000))::pg_catalog.int8, 1735689600000) <= t LOOP
+						NULL;
+					END LOOP;
+					CONTINUE;
+				END IF;
 				k := least(remaining, 4096 - (v & 4095)::pg_catalog.int4);
 				t := (v >> 12) & 2199023255551;
-				-- the block ran into a tick the clock has not reached
-				WHILE pg_catalog.int8mi(pg_catalog.floor(pg_catalog.float8mul(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()), 1000))::pg_catalog.int8, 1735689600000) < t LOOP
-					NULL;
-				END LOOP;
 				first_id := (t << 22) | ((v >> 53) << 12) | (v & 4095);
 				RETURN QUERY SELECT generate_series(first_id, first_id + k - 1);
 				remaining := remaining - k;
