@@ -178,8 +178,8 @@ BEGIN
 			-- to the session that jumps.
 			now_tick := floor(date_part('epoch', clock_timestamp()) * 1000)::int8 - 1735689600000;
 			since_tick := least(since_tick, now_tick);
-			IF block < 0 OR block > 4096 THEN
-				RAISE EXCEPTION 'a block of snowflake ids is 0 to 4096 ids, not %%', block
+			IF block IS NULL OR block < 0 OR block > 4096 THEN
+				RAISE EXCEPTION 'a block of snowflake ids is 0 to 4096 ids, not %%', coalesce(block::pg_catalog.text, 'null')
 					USING ERRCODE = 'invalid_parameter_value';
 			END IF;
 			WHILE NOT pg_try_advisory_lock(1936617325, gen::oid::int4) LOOP

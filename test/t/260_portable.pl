@@ -373,6 +373,15 @@ for my $bad ('00000000000U1', '8000000000000', '80000000000U0', 'abc', '00000000
 	ok(defined $says{sf} && $says{sf} eq $says{public}, 'snowflake_nextval_batch(-1) is refused as the C edition refuses it')
 	  or diag "sf: $says{sf}\npublic: $says{public}";
 }
+# The jump is PUBLIC's to call: a block it is handed is 0 to 4,096 ids, and
+# a null one is refused too (least() passes over a null, so the jump would
+# take it for a block up to the end of the tick).
+for my $block ('NULL', '4097', '-1')
+{
+	$c->psql('app', "\\set VERBOSITY verbose\nSELECT sf._snowflake_jump(0, $block)", stderr => \$stderr);
+	like($stderr, qr/ERROR:  22023: a block of snowflake ids is 0 to 4096 ids, not (?i:$block)/,
+		"_snowflake_jump(0, $block) is refused");
+}
 for my $ts ("timestamptz '2024-12-31 23:59:59.999+00'", "timestamptz 'infinity'")
 {
 	$c->psql('app', "SELECT sf.snowflake_from_timestamp($ts)", stderr => \$stderr);
