@@ -1,5 +1,6 @@
-# The plain-SQL edition (sql/portable/snowflake.sql), on a server that does
-# not preload the C library and never creates the extension, installed by a
+# The plain-SQL edition (sql/portable/snowflake.sql), on a server run from
+# a copy of the installation that lacks the C edition (no library, no
+# control file: neither LOAD nor CREATE EXTENSION finds it), installed by a
 # role that is no superuser:
 # - nothing compiled: every function it installs is SQL or PL/pgSQL;
 # - no worker id: refused (55000); out of range: refused (22023); another
@@ -41,10 +42,20 @@ use SnowflakeTest;
 
 my $script = "$FindBin::RealBin/../../sql/portable/snowflake.sql";
 
+# Every program from the copy without the C edition, but the other
+# server's, which runs the C edition.
+my $with_snowflake = $ENV{PATH};
+$ENV{PATH} = install_without_snowflake() . ":$ENV{PATH}";
+
 my $node = PostgreSQL::Test::Cluster->new('portable');
 $node->init(utf8_init());
 $node->append_conf('postgresql.conf', "jit = off\nmax_connections = 40\n");
 $node->start;
+$node->psql('postgres', q{LOAD 'snowflake'}, stderr => \my $load_err);
+like($load_err, qr/could not access file "snowflake"/, 'the server cannot load the C library: it has none');
+$node->psql('postgres', 'CREATE EXTENSION snowflake', stderr => \my $create_err);
+like($create_err, qr/extension "snowflake" is not available|could not open extension control file/,
+	'nor create the extension');
 $node->safe_psql('postgres', q{
 	CREATE ROLE app LOGIN;
 	CREATE ROLE other LOGIN;
@@ -284,8 +295,12 @@ is( app_psql(q{WITH c AS (INSERT INTO customers (name) VALUES ('new') RETURNING 
 
 # the C edition on another server: each decodes the other's ids the same;
 # the database restored there keeps worker id 7 of this server: refused
-my $c = snowflake_node('c_edition', "snowflake.worker_id = 9\n");
-$c->start;
+my $c;
+{
+	local $ENV{PATH} = $with_snowflake;
+	$c = snowflake_node('c_edition', "snowflake.worker_id = 9\n");
+	$c->start;
+}
 $c->safe_psql('postgres', q{CREATE ROLE app LOGIN; CREATE ROLE other LOGIN; CREATE DATABASE app OWNER app});
 my $dump = "$PostgreSQL::Test::Utils::tmp_check/portable.dump";
 $node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('app') ], 'pg_dump of the database');

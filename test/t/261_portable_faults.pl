@@ -1,5 +1,5 @@
-# The plain-SQL edition (sql/portable/snowflake.sql) under faults, on a
-# server that does not preload the C library:
+# The plain-SQL edition (sql/portable/snowflake.sql) under faults, on
+# servers run from a copy of the installation that lacks the C edition:
 # - the clock stepped back 2 ms at a time (libfaketime), 40 times, while a
 #   client streams ids: every step waited out, no error, the ids
 #   increasing; stepped back 5 s: refused (58000); forward again: ids
@@ -27,6 +27,8 @@ use SnowflakeTest;
 my $script = "$FindBin::RealBin/../../sql/portable/snowflake.sql";
 my $offset_file = "$PostgreSQL::Test::Utils::tmp_check/faketime_offset_261";
 
+$ENV{PATH} = install_without_snowflake() . ":$ENV{PATH}";
+
 # Timeouts misbehave while the offset changes (see SnowflakeTest.pm): keep
 # them off.
 my $node = PostgreSQL::Test::Cluster->new('portable_faults');
@@ -35,6 +37,8 @@ $node->append_conf('postgresql.conf', "jit = off\nstatement_timeout = 0\nlock_ti
 start_with_fake_clock($node, $offset_file);
 $node->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
 		'-v', 'schema=sf', '-f', $script ], 'the plain-SQL edition installs');
+$node->psql('postgres', q{LOAD 'snowflake'}, stderr => \my $load_err);
+like($load_err, qr/could not access file "snowflake"/, 'the server has no C library to load');
 $node->safe_psql('postgres', 'SELECT sf.snowflake_set_worker_id(5)');
 
 # Stream ids of the SQL edition into $file until killed or done, errors

@@ -6,6 +6,7 @@ use strict;
 use warnings;
 
 use Exporter 'import';
+use File::Path qw(mkpath);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use IO::Select;
@@ -22,7 +23,7 @@ our @EXPORT =
   clock_behind_id clock_right kill_server stream_ids stream_largest
   lease_coordinator lease_coordinator_setup lease_node wait_for_lease freeze_server thaw_server
   draw_to_file repeated_ids require_password write_passfile utf8_init capture_proxy
-  public_id_pairs decoded_pairs);
+  public_id_pairs decoded_pairs install_without_snowflake);
 
 # initdb's options for every test server, %init and its extra with them:
 # UTF-8 and a fixed locale, whatever the machine's (a minimal system with no
@@ -31,6 +32,58 @@ sub utf8_init
 {
 	my (%init) = @_;
 	return (%init, extra => [ '--encoding=UTF8', '--locale=C.UTF-8', @{ $init{extra} // [] } ]);
+}
+
+# A copy of the PostgreSQL installation in PATH that lacks this extension:
+# no library, no control file, no scripts.  Returns the copy's bin
+# directory, for PATH, so that a server started from it cannot load the C
+# edition at all.  The server finds its library and share directories
+# relative to its own executable, resolving symlinks, so the programs are
+# copied and put at the same paths under the copy's root; the rest are
+# symlinks.
+sub install_without_snowflake
+{
+	my $root = "$PostgreSQL::Test::Utils::tmp_check/without_snowflake";
+	my %dir;
+	for my $what ('bindir', 'pkglibdir', 'sharedir')
+	{
+		($dir{$what} = `pg_config --$what`) =~ s/\s+\z//;
+		die "pg_config --$what failed" if $? || $dir{$what} eq '';
+	}
+	return "$root$dir{bindir}" if -d "$root$dir{bindir}";
+
+	mirror_without_snowflake($root, $dir{bindir}, 1);
+	mirror_without_snowflake($root, $dir{pkglibdir}, 0);
+	mirror_without_snowflake($root, $dir{sharedir}, 0);
+	return "$root$dir{bindir}";
+}
+
+# $from's entries at the same path under $root, but for snowflake's: copies
+# ($copy) or symlinks (the extension and bitcode directories mirrored one
+# level down, where snowflake's files lie).
+sub mirror_without_snowflake
+{
+	my ($root, $from, $copy) = @_;
+	mkpath("$root$from");
+	opendir(my $dh, $from) or die "could not read $from: $!";
+	for my $entry (grep { !/^\.\.?\z/ && !/^snowflake\b/ } readdir $dh)
+	{
+		my $to = "$root$from/$entry";
+		if ($copy)
+		{
+			system('cp', '-p', "$from/$entry", $to) == 0 or die "could not copy $from/$entry";
+		}
+		elsif ($entry eq 'extension' || $entry eq 'bitcode')
+		{
+			mirror_without_snowflake($root, "$from/$entry", 0);
+		}
+		else
+		{
+			symlink("$from/$entry", $to) or die "could not link $to: $!";
+		}
+	}
+	closedir $dh;
+	return;
 }
 
 # A new node with snowflake preloaded; $conf is appended to postgresql.conf,
