@@ -6,6 +6,7 @@ use strict;
 use warnings;
 
 use Exporter 'import';
+use File::Basename qw(basename);
 use File::Path qw(mkpath);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -43,7 +44,9 @@ sub utf8_init
 # symlinks.
 sub install_without_snowflake
 {
-	my $root = "$PostgreSQL::Test::Utils::tmp_check/without_snowflake";
+	# (one copy per test file: the files run at once, and one must not
+	# start servers from a copy the other is still making)
+	my $root = "$PostgreSQL::Test::Utils::tmp_check/without_snowflake_" . basename($0, '.pl');
 	my %dir;
 	for my $what ('bindir', 'pkglibdir', 'sharedir')
 	{
