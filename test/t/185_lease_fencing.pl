@@ -45,7 +45,10 @@ sub fencing
 	my ($label, $skew_frozen, $skew_new) = @_;
 	$round++;
 	my $coordinator = lease_coordinator("coordinator$round");
-	my $range = "snowflake.lease_worker_ids = '0-2'\nsnowflake.rollback_tolerance_ms = 10000\n";
+	# (a TTL of 5 s: on a busy machine the coordinator has stalled 3 s, and
+	# the newcomer's lease lapsed with a TTL of 2 s, freeing the worker id
+	# for the woken server)
+	my $range = "snowflake.lease_worker_ids = '0-2'\nsnowflake.rollback_tolerance_ms = 10000\nsnowflake.lease_ttl_ms = 5000\n";
 	my @servers = map { lease_node("r${round}s$_", $coordinator, $range) } 1 .. 3;
 	my $frozen = $servers[0];
 	my $newcomer = lease_node("r${round}new", $coordinator, $range);
@@ -73,9 +76,9 @@ sub fencing
 		$frozen_last = $ids[-1] if $node == $frozen;
 	}
 
-	# frozen for longer than the TTL (2 s)
+	# frozen for longer than the TTL (5 s)
 	my $pids = freeze_server($frozen);
-	sleep(3);
+	sleep(6);
 	start_with_fake_clock($newcomer, $offsets{ $newcomer->name });
 	$newcomer->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 	is(wait_for_lease($newcomer), $worker,
