@@ -121,6 +121,11 @@ CREATE TRIGGER snowflake_online_state_guard
 	BEFORE INSERT OR UPDATE OR DELETE ON snowflake_online_state
 	FOR EACH ROW EXECUTE FUNCTION _snowflake_online_state_guard();
 
+-- ALWAYS: a role allowed to set session_replication_role (which the
+-- backfill sets to replica, see _snowflake_online_replica()) does not get
+-- past it by setting it.
+ALTER TABLE snowflake_online_state ENABLE ALWAYS TRIGGER snowflake_online_state_guard;
+
 GRANT SELECT, INSERT, UPDATE, DELETE ON snowflake_online_state TO PUBLIC;
 
 -- The plan: every statement of an online conversion, by step, from the
@@ -168,6 +173,9 @@ DECLARE
 	v_keys text[];
 	v_incl text[];
 	v_expr text;
+	v_why text;
+	v_was text;
+	v_still text;
 	v_stmt text;
 	v_after text[] := '{}';	-- the swap's statements after the column swap
 	v_swap_fk text[] := '{}';
@@ -274,22 +282,37 @@ BEGIN
 
 		-- The backfill updates every row of these tables: what that would
 		-- fire besides the conversion's trigger (see
-		-- _snowflake_online_firing(); each batch checks again).
-		EXECUTE format('SELECT x.r, x.what
-						  FROM (SELECT s.t::pg_catalog.regclass AS r,
-									   %I._snowflake_online_firing(s.t::pg_catalog.regclass, $2::pg_catalog.oid[],
-										   $3::pg_catalog.name[], $4::pg_catalog.name) AS what
-								  FROM pg_catalog.unnest($1::pg_catalog.oid[]) AS s(t)) x
-						 WHERE x.what IS NOT NULL
-						 ORDER BY x.r::pg_catalog.text
-						 LIMIT 1', nsp)
-		   INTO v_r USING v_stables, rels, atts, nsp;
-		IF v_r.r IS NOT NULL THEN
+		-- _snowflake_online_firing(); each batch checks again), as the
+		-- session's session_replication_role has it.  When the replica
+		-- setting would keep all of it from firing, the batches update
+		-- with that setting, if the caller and the table's owner may set it
+		-- (_snowflake_online_replica()); what would fire even so (ENABLE
+		-- ALWAYS and ENABLE REPLICA triggers and rules, row-level security)
+		-- is refused.
+		FOREACH v_k IN ARRAY (SELECT coalesce(array_agg(s.t ORDER BY s.t::regclass::text), '{}') FROM unnest(v_stables) AS s(t)) LOOP
+			v_was := current_setting('session_replication_role');
+			EXECUTE format('SELECT %1$I._snowflake_online_firing($1::pg_catalog.regclass, $2::pg_catalog.oid[],
+					$3::pg_catalog.name[], $4::pg_catalog.name, $5::pg_catalog.text),
+				%1$I._snowflake_online_firing($1::pg_catalog.regclass, $2::pg_catalog.oid[],
+					$3::pg_catalog.name[], $4::pg_catalog.name, ''replica''::pg_catalog.text)', nsp)
+			   INTO v_text, v_still USING v_k, rels, atts, nsp, v_was;
+			CONTINUE WHEN v_text IS NULL;
+			v_why := NULL;
+			IF v_still IS NULL THEN
+				-- (set if it may be, and set back at once: the batches set it)
+				EXECUTE format('SELECT %I._snowflake_online_replica($1::pg_catalog.regclass)', nsp)
+				   INTO v_why USING v_k;
+				IF v_why IS NULL THEN
+					PERFORM set_config('session_replication_role', v_was, true);
+					CONTINUE;
+				END IF;
+			END IF;
 			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
 				USING ERRCODE = 'feature_not_supported',
-					  DETAIL = format('Table %s has %s.', v_r.r, v_r.what),
-					  HINT = v_offline;
-		END IF;
+					  DETAIL = format('Table %s has %s.', v_k::regclass, coalesce(v_still, v_text)),
+					  HINT = coalesce(v_why || ' Or drop or disable it, or convert with snowflake_convert_column(), which rewrites the tables under an ACCESS EXCLUSIVE lock.',
+									  v_offline);
+		END LOOP;
 
 		-- The backfill's updates of a table run as its owner (see
 		-- asowner.c), through a function PUBLIC cannot execute; a caller
@@ -1222,7 +1245,7 @@ COMMENT ON FUNCTION _snowflake_online_batches(regclass, oid[], name[]) IS
 -- What an update of table tbl's shadow columns would fire besides the
 -- conversion's own trigger, as text naming it for a message, or NULL: a
 -- trigger or rule on UPDATE (with no column list, or one naming a shadow
--- column), enabled as this session's session_replication_role sees it,
+-- column), enabled as session_replication_role srr has them,
 -- which would run for every row the backfill updates, changing rows (an
 -- updated_at) or writing for each (an audit log), where the offline
 -- rewrite fires none; or row-level security that applies to the caller or
@@ -1231,7 +1254,7 @@ COMMENT ON FUNCTION _snowflake_online_batches(regclass, oid[], name[]) IS
 -- the swap.  The plan refuses these when a call starts; each batch checks
 -- again, under its ROW EXCLUSIVE lock on the table, which CREATE TRIGGER,
 -- ENABLE TRIGGER, CREATE RULE and FORCE ROW LEVEL SECURITY wait for.
-CREATE FUNCTION _snowflake_online_firing(tbl regclass, rels oid[], atts name[], nsp name)
+CREATE FUNCTION _snowflake_online_firing(tbl regclass, rels oid[], atts name[], nsp name, srr text)
 RETURNS text
 LANGUAGE sql
 STABLE PARALLEL SAFE STRICT SECURITY INVOKER
@@ -1258,7 +1281,7 @@ SELECT x.what
 				  FROM pg_rewrite w
 				 WHERE w.ev_class = tbl AND w.ev_type = '2') x
 		 WHERE x.enabled = 'A'
-			OR x.enabled = CASE current_setting('session_replication_role') WHEN 'replica' THEN 'R' ELSE 'O' END
+			OR x.enabled = CASE srr WHEN 'replica' THEN 'R' ELSE 'O' END
 		UNION ALL
 		SELECT 2, format('row-level security that applies to %s, so the backfill would not see every row',
 						 CASE WHEN y.to_caller THEN 'you' ELSE format('its owner %s', y.owner) END)
@@ -1275,8 +1298,66 @@ SELECT x.what
  LIMIT 1
 $firing$;
 
-COMMENT ON FUNCTION _snowflake_online_firing(regclass, oid[], name[], name) IS
+COMMENT ON FUNCTION _snowflake_online_firing(regclass, oid[], name[], name, text) IS
 'internal to snowflake_convert_column_online(): what the backfill''s updates of a table would fire';
+
+-- The backfill's updates of a table whose triggers or rules on UPDATE would
+-- fire run with session_replication_role = replica, as logical
+-- replication's apply does: the table's own triggers and rules (ENABLE,
+-- the default) do not fire, ENABLE ALWAYS and ENABLE REPLICA ones do (and
+-- _snowflake_online_firing() names them), and so does the conversion's,
+-- which is ALWAYS.  The setting needs the right to set it (a superuser, or
+-- from PostgreSQL 15 the SET privilege on it) for the caller, who sets
+-- it, and for the table's owner, as whom the update runs (asowner.c): the
+-- owner's CHECK constraints and index expressions run under it, and may
+-- not write to other tables with their triggers off unless the owner could
+-- have done so itself.  Sets it for the rest of the transaction and
+-- returns NULL, or returns a hint that says what is missing; the caller
+-- sets it back once its update is done.  Foreign keys' own triggers do
+-- not fire either: the updates set shadow columns only, before the
+-- foreign keys on them exist, or, in the validate step's last sweep, to
+-- values their columns hold (which the old foreign keys check), and each
+-- shadow column's check that it equals its column is validated after it.
+CREATE FUNCTION _snowflake_online_replica(t regclass)
+RETURNS text
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE STRICT SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $replica$
+DECLARE
+	v_granting boolean := to_regprocedure('pg_catalog.has_parameter_privilege(pg_catalog.oid, pg_catalog.text, pg_catalog.text)') IS NOT NULL;
+	v_role record;
+	v_may boolean;
+	v_lacking text;
+BEGIN
+	FOR v_role IN SELECT DISTINCT r.oid, r.rolname, r.rolsuper
+					FROM pg_roles r
+				   WHERE r.rolname = current_user
+					  OR r.oid = (SELECT c.relowner FROM pg_class c WHERE c.oid = t)
+				   ORDER BY r.rolname LOOP
+		IF v_granting THEN
+			EXECUTE 'SELECT pg_catalog.has_parameter_privilege($1::pg_catalog.oid, ''session_replication_role'', ''SET'')'
+			   INTO v_may USING v_role.oid;
+		ELSE
+			v_may := v_role.rolsuper;
+		END IF;
+		IF NOT v_may THEN
+			v_lacking := concat_ws(', ', v_lacking, quote_ident(v_role.rolname));
+		END IF;
+	END LOOP;
+	IF v_lacking IS NULL THEN
+		PERFORM set_config('session_replication_role', 'replica', true);
+		RETURN NULL;
+	END IF;
+	RETURN format('The backfill keeps a table''s triggers and rules from firing by updating with session_replication_role = replica, which both you and the table''s owner (its CHECK constraints run as the owner) must be allowed to set; %s.',
+				  CASE WHEN v_granting
+					   THEN format('a superuser can allow it with GRANT SET ON PARAMETER session_replication_role TO %s', v_lacking)
+					   ELSE format('before PostgreSQL 15 only superusers may, and %s is none', v_lacking) END);
+END
+$replica$;
+
+COMMENT ON FUNCTION _snowflake_online_replica(regclass) IS
+'internal to snowflake_convert_column_online(): keeps a table''s triggers from firing for the backfill''s updates, if it may';
 
 -- The backfill's and the sweeps' updates of a table, run as the table's
 -- owner inside a security-restricted operation (src/asowner.c): the
@@ -1312,19 +1393,36 @@ SET search_path = pg_catalog, pg_temp
 AS $sync$
 DECLARE
 	v_what text;
+	v_why text;
+	v_still text;
+	v_was text := current_setting('session_replication_role');
+	v_replica boolean := false;
 	v_b record;
 	v_n bigint;
 BEGIN
 	EXECUTE format('LOCK TABLE %s IN ROW EXCLUSIVE MODE', t);
 	EXECUTE format('SELECT %I._snowflake_online_firing($1::pg_catalog.regclass, $2::pg_catalog.oid[],
-			$3::pg_catalog.name[], $4::pg_catalog.name)', nsp)
-	   INTO v_what USING t, rels, atts, nsp;
-	IF v_what IS NOT NULL THEN
+			$3::pg_catalog.name[], $4::pg_catalog.name, $5::pg_catalog.text)', nsp)
+	   INTO v_what USING t, rels, atts, nsp, v_was;
+	-- the table's own triggers and rules kept from firing, where that may
+	-- be done (_snowflake_online_replica()); set back after the update
+	IF v_what IS NOT NULL AND v_was <> 'replica' THEN
+		EXECUTE format('SELECT %I._snowflake_online_firing($1::pg_catalog.regclass, $2::pg_catalog.oid[],
+				$3::pg_catalog.name[], $4::pg_catalog.name, ''replica''::pg_catalog.text)', nsp)
+		   INTO v_still USING t, rels, atts, nsp;
+		IF v_still IS NULL THEN
+			EXECUTE format('SELECT %I._snowflake_online_replica($1::pg_catalog.regclass)', nsp)
+			   INTO v_why USING t;
+			v_replica := v_why IS NULL;
+		END IF;
+	END IF;
+	IF v_what IS NOT NULL AND NOT v_replica THEN
 		EXECUTE format('SELECT %I._snowflake_online_unlock($1::pg_catalog.regclass)', nsp) USING tbl;
 		RAISE EXCEPTION 'cannot go on with the online conversion of table %', tbl
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  DETAIL = format('Table %s now has %s.', t, v_what),
-				  HINT = 'Drop or disable it, then call the procedure again: the conversion resumes where it stopped.';
+				  DETAIL = format('Table %s now has %s.', t, coalesce(v_still, v_what)),
+				  HINT = coalesce(v_why || ' Or drop or disable it. Then call the procedure again: the conversion resumes where it stopped.',
+								  'Drop or disable it, then call the procedure again: the conversion resumes where it stopped.');
 	END IF;
 	IF (SELECT c.relowner FROM pg_class c WHERE c.oid = t) = (SELECT o.oid FROM pg_roles o WHERE o.rolname = current_user) THEN
 		EXECUTE format('SELECT * FROM %I._snowflake_online_batches($1::pg_catalog.regclass,
@@ -1336,12 +1434,15 @@ BEGIN
 			EXECUTE v_b.update_sql USING after, upto;
 		END IF;
 		GET DIAGNOSTICS v_n = ROW_COUNT;
-		RETURN v_n;
+	ELSE
+		EXECUTE format('SELECT %I._snowflake_online_sync_rows($1::pg_catalog.regclass, $2::pg_catalog.oid[],
+				$3::pg_catalog.name[], $4::pg_catalog.bool, $5::pg_catalog.text[], $6::pg_catalog.text[],
+				$7::pg_catalog.int4)', nsp)
+		   INTO v_n USING t, rels, atts, sweep, after, upto, max_rows;
 	END IF;
-	EXECUTE format('SELECT %I._snowflake_online_sync_rows($1::pg_catalog.regclass, $2::pg_catalog.oid[],
-			$3::pg_catalog.name[], $4::pg_catalog.bool, $5::pg_catalog.text[], $6::pg_catalog.text[],
-			$7::pg_catalog.int4)', nsp)
-	   INTO v_n USING t, rels, atts, sweep, after, upto, max_rows;
+	IF v_replica THEN
+		PERFORM set_config('session_replication_role', v_was, true);
+	END IF;
 	RETURN v_n;
 END
 $sync$;
