@@ -72,9 +72,11 @@ SELECT count(*) AS conversions FROM sfx.snowflake_online_conversions;
 -- What only the online path refuses, naming the offline function.
 CREATE TABLE shop.events (id serial, day date NOT NULL, PRIMARY KEY (id, day)) PARTITION BY RANGE (day);
 CALL sfx.snowflake_convert_column_online('shop.events');
+-- (a table without a primary key is walked by physical position: TAP 257)
 CREATE TABLE shop.notes (customer_id integer REFERENCES shop.customers, note text);
-CALL sfx.snowflake_convert_column_online('shop.customers');
-ALTER TABLE shop.notes ADD PRIMARY KEY (note);
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('shop.customers', dry_run => true);
+RESET client_min_messages;
 CREATE INDEX notes_expr ON shop.notes ((customer_id % 10));
 CALL sfx.snowflake_convert_column_online('shop.customers');
 DROP INDEX shop.notes_expr;

@@ -1277,18 +1277,6 @@ BEGIN
 					  HINT = v_offline;
 		END IF;
 
-		-- The backfill walks each table in batches by its primary key.
-		SELECT t::regclass AS r INTO v_r
-		  FROM unnest(v_stables) AS t
-		 WHERE NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = t AND i.indisprimary)
-		 LIMIT 1;
-		IF FOUND THEN
-			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
-				USING ERRCODE = 'feature_not_supported',
-					  DETAIL = format('Table %s has no primary key, which the backfill needs to go through its rows in batches.', v_r.r),
-					  HINT = v_offline;
-		END IF;
-
 		-- Anything else that uses an old column would be dropped with it,
 		-- or keep the old type: name it.  (Indexes, the primary key, unique
 		-- and foreign keys, defaults, sequences and not-null constraints are
@@ -1508,7 +1496,8 @@ BEGIN
 		 ORDER BY k.n
 	LOOP
 		RETURN QUERY SELECT 'backfill'::text, v_r.relid::regclass, NULL::name,
-			format('UPDATE %s SET %s, in batches in the order of (%s)', v_r.relid::regclass, v_r.sets, v_r.pk);
+			format('UPDATE %s SET %s, in batches %s', v_r.relid::regclass, v_r.sets,
+				   CASE WHEN v_r.pk IS NULL THEN 'by physical position (ctid)' ELSE format('in the order of (%s)', v_r.pk) END);
 	END LOOP;
 
 	-- index: every index using a shadowed column, again on the shadow
@@ -2140,6 +2129,8 @@ DECLARE
 	v_noticed pg_catalog.timestamptz;
 	v_holder record;		-- a session holding a long lock on a table of the step
 	v_done0 pg_catalog.int8;
+	v_swept pg_catalog.int8 := 0;
+	v_by_block pg_catalog.bool;
 	v_rate pg_catalog.float8;
 	v_pending pg_catalog.text[];
 	v_dry_rows pg_catalog.int4 := 0;
@@ -2650,11 +2641,19 @@ BEGIN
 				EXECUTE format('SELECT * FROM %I._snowflake_online_batches($1::pg_catalog.regclass,
 						$2::pg_catalog.oid[], $3::pg_catalog.name[])', v_nsp)
 				   INTO v_b USING v_t, v_state.rels::oid[], v_state.atts;
+				-- batches in key order (or by block, for a table without a
+				-- primary key), one transaction each, with the position; a
+				-- position of the other kind (a primary key added or dropped
+				-- since) starts the table again, where the batches pass over
+				-- the rows done
+				v_by_block := strpos(v_b.range_sql, '''ctid''') > 0;
+				IF (v_state.backfill_after[cardinality(v_state.backfill_after)] = 'ctid') <> v_by_block THEN
+					v_state.backfill_after := NULL;
+				END IF;
 				v_last := v_state.backfill_after;
-				-- batches in key order, one transaction each, with the position
 				LOOP
 					EXECUTE v_b.range_sql INTO v_n, v_last USING v_state.backfill_after, batch_size;
-					EXIT WHEN v_n = 0;
+					EXIT WHEN v_last IS NULL;
 					EXECUTE format('SELECT %I._snowflake_online_sync($1::pg_catalog.regclass, $2::pg_catalog.regclass,
 							$3::pg_catalog.oid[], $4::pg_catalog.name[], $5::pg_catalog.name, false::pg_catalog.bool,
 							$6::pg_catalog.text[], $7::pg_catalog.text[], NULL::pg_catalog.int4)', v_nsp)
@@ -2675,7 +2674,9 @@ BEGIN
 							round(100.0 * least(v_state.rows_done, v_state.rows_estimated) / greatest(v_state.rows_estimated, 1)),
 							round(v_rate), round(greatest(v_state.rows_estimated - v_state.rows_done, 0) / greatest(v_rate, 1)), v_t;
 					END IF;
-					EXIT WHEN v_n < batch_size;
+					-- (by key, a short batch was the last: the keys after it
+					-- are the writers', which the trigger sets)
+					EXIT WHEN v_n < batch_size AND NOT v_by_block;
 				END LOOP;
 				-- the sweep: rows a batch skipped because a writer held them
 				-- and did not update them in the end
@@ -2687,6 +2688,7 @@ BEGIN
 					   INTO v_n USING v_t, tbl, v_state.rels::oid[], v_state.atts, v_nsp, batch_size;
 					COMMIT;
 					PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+					v_swept := v_swept + v_n;
 					CONTINUE WHEN v_n > 0;
 					EXECUTE v_b.left_sql INTO v_bool;
 					EXIT WHEN NOT v_bool;
@@ -2713,8 +2715,8 @@ BEGIN
 					   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
 				END IF;
 			END LOOP;
-			RAISE NOTICE 'backfill: done, % rows in % s', v_state.rows_done - v_done0,
-				round(extract(epoch FROM clock_timestamp() - v_started)::numeric, 1);
+			RAISE NOTICE 'backfill: done, % rows in % s; the sweep set % rows the batches had skipped',
+				v_state.rows_done - v_done0, round(extract(epoch FROM clock_timestamp() - v_started)::numeric, 1), v_swept;
 			EXECUTE format('UPDATE %I.snowflake_online_state SET step = ''index'', updated_at = now() WHERE tbl = $1', v_nsp)
 			  USING tbl;
 			COMMIT;
@@ -2951,6 +2953,7 @@ DECLARE
 	v_text text;
 	v_after text;
 	v_upto text;
+	v_blocks text;
 BEGIN
 	SELECT string_agg(format('%I = %I', a.attname || '_snowflake', a.attname), ', ' ORDER BY k.n),
 		   string_agg(format('%I IS DISTINCT FROM %I', a.attname || '_snowflake', a.attname), ' OR ' ORDER BY k.n)
@@ -2960,6 +2963,50 @@ BEGIN
 	 WHERE rels[k.n] = tbl AND a.atttypid <> 'int8'::regtype;
 	IF v_sets IS NULL THEN
 		RETURN;				-- (no shadow column in this table: no statement)
+	END IF;
+	sweep_sql := format('UPDATE %s SET %s WHERE ctid = ANY (ARRAY(SELECT ctid FROM %s WHERE %s LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED))',
+						tbl, v_sets, tbl, v_diff);
+	left_sql := format('SELECT EXISTS (SELECT FROM %s WHERE %s)', tbl, v_diff);
+	IF NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = tbl AND i.indisprimary) THEN
+		-- No primary key: batches of whole blocks, by physical position.
+		-- A position is ARRAY[block, end, 'ctid']: the last block done, and
+		-- the table's number of blocks when its walk began (or resumed); a
+		-- batch is the blocks after it, as many as hold about $2 rows by
+		-- the table's statistics (MaxHeapTuplesPerPage each, without them).
+		-- The walk ends at that end: the rows of the blocks beyond it, as
+		-- those a writer moved to a block done, were written since the
+		-- trigger was there (and the sweep finds any other), so it does not
+		-- chase the writers' inserts.
+		-- (the condition that a row lies in the blocks after block %1$s up
+		-- to block %2$s: from PostgreSQL 14 a range of TIDs, which a TID
+		-- range scan reads directly; before, for a TID scan, every TID
+		-- those blocks could hold, as a range would be a scan of the whole
+		-- table)
+		IF current_setting('server_version_num')::int >= 140000 THEN
+			v_blocks := 'ctid >= (''('' || (%1$s + 1) || '',0)'')::pg_catalog.tid AND ctid < (''('' || (%2$s + 1) || '',0)'')::pg_catalog.tid';
+		ELSE
+			v_blocks := format('ctid = ANY (ARRAY(SELECT (''('' || g.b || '','' || o.o || '')'')::pg_catalog.tid
+											   FROM pg_catalog.generate_series(%%1$s + 1, %%2$s) AS g(b),
+													pg_catalog.generate_series(1, %s) AS o(o)))',
+							   (current_setting('block_size')::int - 24) / 28);
+		END IF;
+		v_after := 'coalesce(($1::text[])[1]::int8, -1)';
+		v_upto := '($2::text[])[1]::int8';
+		v_keys := format('greatest(1, floor($2 / CASE WHEN c.relpages > 0 AND c.reltuples > 0
+											 THEN c.reltuples / c.relpages ELSE %s END))::int8',
+						 (current_setting('block_size')::int - 24) / 28);
+		range_sql := format('WITH p AS (SELECT %s AS a,
+											 coalesce(($1::text[])[2]::int8,
+													  pg_relation_size(c.oid) / current_setting(''block_size'')::int8) AS nblocks,
+											 %s AS k
+										FROM pg_class c WHERE c.oid = %L::regclass),
+								  q AS (SELECT p.a, least(p.a + p.k, p.nblocks - 1) AS b, p.nblocks FROM p WHERE p.a + 1 < p.nblocks)
+							 SELECT (SELECT count(*) FROM %s WHERE %s), (SELECT ARRAY[q.b::text, q.nblocks::text, ''ctid''] FROM q)',
+							v_after, v_keys, tbl, tbl,
+							format(v_blocks, '(SELECT q.a FROM q)', '(SELECT q.b FROM q)'));
+		update_sql := format('UPDATE %s SET %s WHERE ctid = ANY (ARRAY(SELECT ctid FROM %s WHERE %s AND (%s) FOR NO KEY UPDATE SKIP LOCKED))',
+							 tbl, v_sets, tbl, format(v_blocks, v_after, v_upto), v_diff);
+		RETURN;
 	END IF;
 	SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.n),
 		   string_agg(quote_ident(a.attname) || ' DESC', ', ' ORDER BY k.n),
@@ -2978,9 +3025,6 @@ BEGIN
 						v_keys, tbl, v_after, v_keys, v_text, v_desc);
 	update_sql := format('UPDATE %s SET %s WHERE ctid = ANY (ARRAY(SELECT ctid FROM %s WHERE %s AND %s AND (%s) FOR NO KEY UPDATE SKIP LOCKED))',
 						 tbl, v_sets, tbl, v_after, v_upto, v_diff);
-	sweep_sql := format('UPDATE %s SET %s WHERE ctid = ANY (ARRAY(SELECT ctid FROM %s WHERE %s LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED))',
-						tbl, v_sets, tbl, v_diff);
-	left_sql := format('SELECT EXISTS (SELECT FROM %s WHERE %s)', tbl, v_diff);
 END;
 $batches$;
 

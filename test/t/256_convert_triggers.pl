@@ -25,7 +25,6 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
-use IPC::Run;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use SnowflakeTest;
@@ -68,16 +67,6 @@ SELECT md5(string_agg(x, ',' ORDER BY x)) FROM (
     SELECT 'c' || id || ':' || name || ':' || balance || ':' || coalesce(updated_at::text, '-') FROM customers
     UNION ALL SELECT 'o' || id || ':' || customer_id || ':' || amount FROM orders
     UNION ALL SELECT 'a' || what || ':' || n FROM audit) s(x)};
-
-sub schema
-{
-	my ($db) = @_;
-	my ($out, $err) = ('', '');
-	IPC::Run::run([ 'pg_dump', '--schema-only', '-N', 'shadow', '-d', $node->connstr($db) ], '>', \$out, '2>', \$err)
-	  or die "pg_dump failed: $err";
-	$out =~ s/^\\(un)?restrict .*$//mg;
-	return $out;
-}
 
 # The whole conversion as $user: the call, the indexes it lists, the call
 # again; returns the last call's stderr.
@@ -127,56 +116,23 @@ DELETE FROM orders WHERE id = :d;
 DELETE FROM shadow.orders WHERE id = :d;
 COMMIT;
 };
-my $probe = q{
-SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
-BEGIN;
-LOCK TABLE customers IN ROW EXCLUSIVE MODE;
-LOCK TABLE orders IN ROW EXCLUSIVE MODE;
-INSERT INTO shadow.probe_waits VALUES (extract(epoch FROM clock_timestamp()) - :t0);
-COMMIT;
-\sleep 50 ms
-};
-my $dir = PostgreSQL::Test::Utils::tempdir;
-for my $f ([ 'writer.sql', $writer ], [ 'probe.sql', $probe ])
-{
-	open(my $fh, '>', "$dir/$f->[0]") or die $!;
-	print $fh $f->[1];
-	close($fh);
-}
-my ($w_out, $w_err, $p_out, $p_err) = ('', '', '', '');
-my @pgbench = ('pgbench', '-n', '-h', $node->host, '-p', $node->port, '-T', '600');
-my $writers = IPC::Run::start([ @pgbench, '-c', '3', '-j', '3', '-R', '150', '-f', "$dir/writer.sql", 'busy' ],
-	'>', \$w_out, '2>', \$w_err);
-my $prober = IPC::Run::start([ @pgbench, '-c', '1', '-j', '1', '-f', "$dir/probe.sql", 'busy' ],
-	'>', \$p_out, '2>', \$p_err);
+my $writers = start_pgbench($node, 'busy', $writer, 3, '-R', '150');
+my $prober = start_pgbench($node, 'busy', lock_probe('customers', 'orders'), 1);
 $node->poll_query_until('busy', q{SELECT count(*) > 20 FROM shadow.probe_waits WHERE true})
   or die 'the probe does not run';
 
 # cancelled in the middle of the backfill, in small batches
-my %call = (out => '', err => '');
-{
-	local $ENV{PGAPPNAME} = 'online_call';
-	$call{h} = IPC::Run::start(
-		[ 'psql', '-X', '-d', $node->connstr('busy'),
-			'-c', q{CALL snowflake_convert_column_online('customers', batch_size => 200)} ],
-		'>', \$call{out}, '2>', \$call{err});
-}
-$node->poll_query_until('busy',
-	q{SELECT EXISTS (SELECT FROM snowflake_online_state WHERE step = 'backfill' AND rows_done >= 20000)})
-  or die 'the backfill never got going';
-$node->safe_psql('busy', q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'online_call'});
-$call{h}->finish;
-like($call{err}, qr/canceling statement due to user request/, 'the call is cancelled in the backfill');
+my $cancelled = cancel_when($node, 'busy', q{CALL snowflake_convert_column_online('customers', batch_size => 200)},
+	q{SELECT EXISTS (SELECT FROM snowflake_online_state WHERE step = 'backfill' AND rows_done >= 20000)});
+like($cancelled, qr/canceling statement due to user request/, 'the call is cancelled in the backfill');
 is($node->safe_psql('busy', 'SELECT step FROM snowflake_online_state'), 'backfill', 'it stopped in the backfill');
 my ($show, $err) = convert_online('busy');
 like($err, qr/now takes Snowflake ids/, 'called again, it resumes and ends');
 like($show, qr/^origin$/m, 'the session\'s session_replication_role is its own again');
 
 sleep(1);
-$writers->signal('TERM');
-$prober->signal('TERM');
-$writers->finish;
-$prober->finish;
+my $w_err = stop_pgbench($writers);
+my $p_err = stop_pgbench($prober);
 unlike($w_err, qr/aborted|ERROR/, 'no writer failed') or diag($w_err);
 unlike($p_err, qr/aborted|ERROR/, 'the probe never failed') or diag($p_err);
 
@@ -207,8 +163,7 @@ is( $node->safe_psql('busy', q{
 SELECT (SELECT count(*) FROM orders o WHERE NOT EXISTS (SELECT FROM customers c WHERE c.id = o.customer_id))
      + (SELECT count(*) FROM pg_constraint WHERE conrelid IN ('customers'::regclass, 'orders'::regclass) AND NOT convalidated)}),
 	'0', 'the foreign key holds, every constraint validated');
-my ($probes, $longest) = split /\|/,
-  $node->safe_psql('busy', 'SELECT count(*), round(max(seconds)::numeric, 3) FROM shadow.probe_waits');
+my ($probes, $longest) = probe_waits($node, 'busy');
 cmp_ok($longest, '<', 2.0, "no writer's lock waited 2 s: longest ${longest} s over $probes probes");
 is( $node->safe_psql('busy', q{SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
 	  WHERE c.relname IN ('customers', 'orders') AND NOT t.tgisinternal AND t.tgenabled <> 'O'}),
@@ -216,12 +171,12 @@ is( $node->safe_psql('busy', q{SELECT count(*) FROM pg_trigger t JOIN pg_class c
 
 # ---- undone --------------------------------------------------------------
 
-my $before_schema = schema('undo');
+my $before_schema = dump_schema($node, 'undo');
 my $before_rows = $node->safe_psql('undo', $fingerprint);
 $node->safe_psql('undo', q{CALL snowflake_convert_column_online('customers', stop_after => 'backfill')});
 is($node->safe_psql('undo', 'SELECT count(*) FROM customers WHERE id_snowflake IS NULL'), '0', 'abort: backfilled');
 $node->safe_psql('undo', q{CALL snowflake_convert_column_online('customers', abort => true)});
-is(schema('undo'), $before_schema, 'abort: the schema is as before');
+is(dump_schema($node, 'undo'), $before_schema, 'abort: the schema is as before');
 is($node->safe_psql('undo', $fingerprint), $before_rows, 'abort: every row and the audit as before');
 
 # ---- the owner may not set session_replication_role ----------------------
@@ -233,8 +188,9 @@ $node->safe_psql('owned', q{
 	GRANT CREATE ON SCHEMA public TO app;
 });
 $before_rows = $node->safe_psql('owned', $fingerprint);
+my $v15 = $node->safe_psql('postgres', 'SHOW server_version_num') >= 150000;
 my $missing =
-  $node->pg_version >= 15
+  $v15
   ? qr/a superuser can allow it with GRANT SET ON PARAMETER session_replication_role TO app\./
   : qr/before PostgreSQL 15 only superusers may, and app is none\./;
 my $ret;
@@ -250,7 +206,7 @@ is($node->safe_psql('owned', $fingerprint), $before_rows, 'nothing changed');
 
 SKIP:
 {
-	skip 'GRANT SET ON PARAMETER is PostgreSQL 15\'s', 4 if $node->pg_version < 15;
+	skip 'GRANT SET ON PARAMETER is PostgreSQL 15\'s', 4 unless $v15;
 	$node->safe_psql('postgres', 'GRANT SET ON PARAMETER session_replication_role TO app');
 	# (the trigger guarding the conversions' state fires whatever the setting)
 	($ret, undef, $err) = $node->psql('owned', q{SET session_replication_role = replica;

@@ -8,6 +8,7 @@ use warnings;
 use Exporter 'import';
 use File::Basename qw(basename);
 use File::Path qw(mkpath);
+use File::Temp ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use IO::Select;
@@ -24,7 +25,7 @@ our @EXPORT =
   clock_behind_id clock_right kill_server stream_ids stream_largest
   lease_coordinator lease_coordinator_setup lease_node wait_for_lease freeze_server thaw_server
   draw_to_file repeated_ids require_password write_passfile utf8_init capture_proxy
-  public_id_pairs decoded_pairs install_without_snowflake);
+  public_id_pairs decoded_pairs install_without_snowflake start_pgbench stop_pgbench lock_probe cancel_when probe_waits dump_schema);
 
 # initdb's options for every test server, %init and its extra with them:
 # UTF-8 and a fixed locale, whatever the machine's (a minimal system with no
@@ -365,6 +366,84 @@ sub thaw_server
 	my ($pids) = @_;
 
 	kill 'CONT', @$pids;
+}
+
+# Start pgbench on database $db of $node running $script (its text) with
+# $clients clients for up to 10 minutes, @opts added (-R 150, say); returns
+# a handle for stop_pgbench().
+sub start_pgbench
+{
+	my ($node, $db, $script, $clients, @opts) = @_;
+	my ($fh, $file) = File::Temp::tempfile(DIR => PostgreSQL::Test::Utils::tempdir, SUFFIX => '.sql');
+	print $fh $script;
+	close($fh);
+	my %b = (out => '', err => '');
+	$b{h} = IPC::Run::start(
+		[ 'pgbench', '-n', '-h', $node->host, '-p', $node->port, '-T', '600',
+			'-c', $clients, '-j', $clients, @opts, '-f', $file, $db ],
+		'>', \$b{out}, '2>', \$b{err});
+	return \%b;
+}
+
+# Stop a pgbench of start_pgbench(); returns what it printed on stderr.
+sub stop_pgbench
+{
+	my ($b) = @_;
+	$b->{h}->signal('TERM');
+	$b->{h}->finish;
+	return $b->{err};
+}
+
+# A pgbench script that takes ROW EXCLUSIVE locks on @tables, as a writer
+# would, every 50 ms, and records how long it waited in
+# shadow.probe_waits (seconds float8).
+sub lock_probe
+{
+	my (@tables) = @_;
+	return join("\n",
+		'SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset', 'BEGIN;',
+		(map { "LOCK TABLE $_ IN ROW EXCLUSIVE MODE;" } @tables),
+		'INSERT INTO shadow.probe_waits VALUES (extract(epoch FROM clock_timestamp()) - :t0);',
+		'COMMIT;', '\sleep 50 ms', '');
+}
+
+# Run $sql on database $db of $node in the background, cancel it once the
+# query $until returns true, and return what it printed on stderr.
+sub cancel_when
+{
+	my ($node, $db, $sql, $until) = @_;
+	my ($out, $err) = ('', '');
+	my $h;
+	{
+		local $ENV{PGAPPNAME} = 'cancel_when';
+		$h = IPC::Run::start([ 'psql', '-X', '-d', $node->connstr($db), '-c', $sql ], '>', \$out, '2>', \$err);
+	}
+	$node->poll_query_until($db, $until) or die "never true while $sql ran: $until";
+	$node->safe_psql($db, q{SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'cancel_when'});
+	$h->finish;
+	return $err;
+}
+
+# The number of probes of lock_probe() and the longest wait, in seconds.
+sub probe_waits
+{
+	my ($node, $db) = @_;
+	return split /\|/,
+	  $node->safe_psql($db, 'SELECT count(*), round(max(seconds)::numeric, 3) FROM shadow.probe_waits');
+}
+
+# pg_dump --schema-only of database $db but schema shadow, the columns of
+# each table sorted: the online conversion puts the converted columns last.
+sub dump_schema
+{
+	my ($node, $db) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'pg_dump', '--schema-only', '-N', 'shadow', '-d', $node->connstr($db) ], '>', \$out, '2>', \$err)
+	  or die "pg_dump failed: $err";
+	$out =~ s/^\\(un)?restrict .*$//mg;
+	$out =~ s{(CREATE TABLE [^\n]+ \(\n)(.*?)(\n\);)}
+			 {$1 . join("\n", sort map { s/,$//r } split(/\n/, $2)) . $3}gse;
+	return $out;
 }
 
 # Start a client drawing $n ids into $file with COPY; returns the harness.
