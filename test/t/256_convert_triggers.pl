@@ -9,7 +9,8 @@
 #   one row for each update a writer made and no other, updated_at is set
 #   on the rows the writers updated only, every column bigint, every
 #   foreign key valid, no probe waited 2 s; the session's
-#   session_replication_role is its own again.
+#   session_replication_role is its own again; the schema is the offline
+#   conversion's.
 # - abort => true after the backfill: tables, rows and audit as before.
 # - Tables of a role that may not set session_replication_role: refused
 #   before anything changes, whoever calls, with a hint that says what is
@@ -59,6 +60,7 @@ $node->safe_psql('tmpl', q{
 });
 $node->safe_psql('postgres', 'CREATE DATABASE busy TEMPLATE tmpl');
 $node->safe_psql('postgres', 'CREATE DATABASE undo TEMPLATE tmpl');
+$node->safe_psql('postgres', 'CREATE DATABASE offline TEMPLATE tmpl');
 $node->safe_psql('postgres', 'CREATE DATABASE owned TEMPLATE tmpl');
 
 # Every row of the two tables and the audit, as one hash.
@@ -169,7 +171,11 @@ is( $node->safe_psql('busy', q{SELECT count(*) FROM pg_trigger t JOIN pg_class c
 	  WHERE c.relname IN ('customers', 'orders') AND NOT t.tgisinternal AND t.tgenabled <> 'O'}),
 	'0', 'the tables\' triggers are enabled as before, and the conversion\'s gone');
 
-# ---- undone --------------------------------------------------------------
+# ---- the end state, and undone --------------------------------------------
+
+$node->safe_psql('offline', q{SELECT count(*) FROM snowflake_convert_column('customers')});
+is(dump_schema($node, 'busy'), dump_schema($node, 'offline'),
+	'the schema is the offline conversion\'s (triggers and rule included), but for the column order');
 
 my $before_schema = dump_schema($node, 'undo');
 my $before_rows = $node->safe_psql('undo', $fingerprint);
