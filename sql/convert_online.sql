@@ -70,7 +70,9 @@ ROLLBACK;
 SELECT count(*) AS conversions FROM sfx.snowflake_online_conversions;
 
 -- What only the online path refuses, naming the offline function.
-CREATE TABLE shop.events (id serial, day date NOT NULL, PRIMARY KEY (id, day)) PARTITION BY RANGE (day);
+-- (a partitioned table is converted with its partitions, TAP 258, but not
+-- one partitioned by the column: PostgreSQL cannot change its type)
+CREATE TABLE shop.events (id serial, day date NOT NULL, PRIMARY KEY (id, day)) PARTITION BY RANGE (id);
 CALL sfx.snowflake_convert_column_online('shop.events');
 -- (a table without a primary key is walked by physical position: TAP 257)
 CREATE TABLE shop.notes (customer_id integer REFERENCES shop.customers, note text);

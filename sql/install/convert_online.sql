@@ -164,6 +164,18 @@ DECLARE
 	v_snew name[];			-- ... shadow's name,
 	v_snn boolean[];		-- ... NOT NULL?
 	v_key_shadowed boolean;
+	v_mrel oid[];			-- every table of the trees of v_stables: the
+	v_mdepth int4[];		-- ... depth below its root, 0 for the root,
+	v_mkind "char"[];		-- ... relkind
+	v_xrel oid[];			-- the shadowed columns in every such table:
+	v_xnum int2[];			-- ... table, number (a partition's may differ
+	v_xatt name[];			-- from its root's), name, shadow's name
+	v_xnew name[];
+	v_btables oid[];		-- the tables the backfill updates: not partitioned
+	v_parts text[] := '{}';	-- the swap's statements on partitioned tables,
+	v_pdepth int4[] := '{}';	-- ... done from the deepest level up
+	v_fkparts text[] := '{}';	-- the foreign keys referencing one, after them
+	v_finish text[] := '{}';	-- their validation, after the swap
 	v_plan record;
 	v_r record;
 	v_i record;
@@ -199,29 +211,81 @@ BEGIN
 	 WHERE t = ANY (v_srel);
 	v_key_shadowed := EXISTS (SELECT FROM unnest(v_srel, v_satt) s(r, a) WHERE r = tbl AND a = col);
 
+	-- A partitioned table's partitions, at every level, have the shadow
+	-- columns, the checks and the trigger of their root, which ALTER TABLE
+	-- and CREATE TRIGGER add to each; the backfill updates the tables that
+	-- hold rows, and each index is built on each of them.
+	WITH RECURSIVE tree(n, relid, depth) AS (
+		SELECT k.n, k.t, 0
+		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		UNION ALL
+		SELECT tr.n, i.inhrelid, tr.depth + 1
+		  FROM tree tr
+		  JOIN pg_inherits i ON i.inhparent = tr.relid
+		  JOIN pg_class c ON c.oid = i.inhrelid
+		 WHERE c.relispartition
+	)
+	SELECT coalesce(array_agg(tr.relid ORDER BY tr.n, tr.depth, tr.relid::regclass::text), '{}'),
+		   coalesce(array_agg(tr.depth ORDER BY tr.n, tr.depth, tr.relid::regclass::text), '{}'),
+		   coalesce(array_agg(c.relkind ORDER BY tr.n, tr.depth, tr.relid::regclass::text), '{}')
+	  INTO v_mrel, v_mdepth, v_mkind
+	  FROM tree tr JOIN pg_class c ON c.oid = tr.relid;
+	SELECT coalesce(array_agg(m.r ORDER BY m.n, s.n), '{}'), coalesce(array_agg(a.attnum ORDER BY m.n, s.n), '{}'),
+		   coalesce(array_agg(s.att ORDER BY m.n, s.n), '{}'), coalesce(array_agg(s.new ORDER BY m.n, s.n), '{}')
+	  INTO v_xrel, v_xnum, v_xatt, v_xnew
+	  FROM unnest(v_mrel) WITH ORDINALITY AS m(r, n)
+	  JOIN unnest(v_srel, v_satt, v_snew) WITH ORDINALITY AS s(rel, att, new, n)
+		ON s.rel = coalesce(pg_partition_root(m.r::regclass)::oid, m.r)
+	  JOIN pg_attribute a ON a.attrelid = m.r AND a.attname = s.att AND NOT a.attisdropped;
+	SELECT coalesce(array_agg(m.r ORDER BY m.n), '{}') INTO v_btables
+	  FROM unnest(v_mrel, v_mkind) WITH ORDINALITY AS m(r, kind, n)
+	 WHERE m.kind <> 'p';
+
 	IF v_refuse THEN
-		-- Partitions and inheritance: CREATE INDEX CONCURRENTLY cannot build
-		-- an index on a partitioned table, USING INDEX cannot attach a
-		-- primary key to one, and the shadow column of a parent would not
-		-- be its children's.
+		-- Inheritance: a child table is a table of its own, with its own
+		-- indexes and keys, which a shadow column added to the parent would
+		-- not give it.  (Partitions, which share their root's columns,
+		-- constraints, triggers and indexes, are converted with it.)
 		SELECT c.oid::regclass AS r,
-			   CASE WHEN c.relkind = 'p' THEN 'is partitioned'
-					WHEN c.relispartition THEN 'is a partition'
+			   CASE WHEN c.relispartition THEN 'is a partition'
 					WHEN EXISTS (SELECT FROM pg_inherits i WHERE i.inhparent = c.oid) THEN 'has inheritance children'
 					ELSE 'inherits from another table' END AS what
 		  INTO v_r
 		  FROM unnest(v_tables) WITH ORDINALITY AS t(relid, n)
 		  JOIN pg_class c ON c.oid = t.relid
-		 WHERE c.relkind = 'p' OR c.relispartition
-			OR EXISTS (SELECT FROM pg_inherits i WHERE i.inhparent = c.oid OR i.inhrelid = c.oid)
+		 WHERE c.relispartition
+			OR (c.relkind <> 'p' AND EXISTS (SELECT FROM pg_inherits i WHERE i.inhparent = c.oid OR i.inhrelid = c.oid))
 		 ORDER BY t.n
 		 LIMIT 1;
 		IF FOUND THEN
 			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
 				USING ERRCODE = 'feature_not_supported',
-					  DETAIL = format('Table %s %s: CREATE INDEX CONCURRENTLY cannot build an index on a partitioned table, a primary key cannot be attached to one with USING INDEX, and a shadow column added to a parent would not be its children''s.',
+					  DETAIL = format('Table %s %s: inheritance children have indexes and keys of their own, which the online conversion does not build.',
 									  v_r.r, v_r.what),
 					  HINT = v_offline;
+		END IF;
+
+		-- A partition key's column cannot change type (PostgreSQL refuses
+		-- it, offline too), nor can a partition be a foreign table here.
+		SELECT s.rel::regclass AS r, s.att, c.relkind INTO v_r
+		  FROM unnest(v_xrel, v_xnum, v_xatt) AS s(rel, num, att)
+		  JOIN pg_class c ON c.oid = s.rel
+		  LEFT JOIN pg_partitioned_table pt ON pt.partrelid = s.rel
+		 WHERE c.relkind = 'f'
+			OR s.num = ANY (pt.partattrs::int2[])
+			OR position(format(':varattno %s ', s.num) IN coalesce(pt.partexprs::text, '')) > 0
+		 LIMIT 1;
+		IF FOUND AND v_r.relkind = 'f' THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Partition %s is a foreign table, which has no trigger nor index of the online conversion''s.', v_r.r),
+					  HINT = v_offline;
+		ELSIF FOUND THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Column "%s" is in the partition key of table %s, and PostgreSQL cannot change the type of a partition key''s column, nor drop it.',
+									  v_r.att, v_r.r),
+					  HINT = 'Neither conversion can change it in place: copy the rows into a new table partitioned by a bigint column.';
 		END IF;
 
 		-- Anything else that uses an old column would be dropped with it,
@@ -231,11 +295,11 @@ BEGIN
 		-- columns were refused already, as offline.)
 		SELECT pg_describe_object(d.classid, d.objid, d.objsubid) AS what, s.rel::regclass AS r, s.att
 		  INTO v_r
-		  FROM unnest(v_srel, v_snum, v_satt) AS s(rel, num, att)
+		  FROM unnest(v_xrel, v_xnum, v_xatt) AS s(rel, num, att)
 		  JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = s.rel
 						  AND d.refobjsubid = s.num
 		 WHERE NOT ((d.classid = 'pg_class'::regclass
-					 AND EXISTS (SELECT FROM pg_class x WHERE x.oid = d.objid AND x.relkind IN ('i', 'S')))
+					 AND EXISTS (SELECT FROM pg_class x WHERE x.oid = d.objid AND x.relkind IN ('i', 'I', 'S')))
 					OR (d.classid = 'pg_attrdef'::regclass
 						AND EXISTS (SELECT FROM pg_attrdef ad
 									 WHERE ad.oid = d.objid AND ad.adrelid = s.rel AND ad.adnum = s.num))
@@ -257,7 +321,7 @@ BEGIN
 		END IF;
 
 		SELECT s.rel::regclass AS r, s.att INTO v_r
-		  FROM unnest(v_srel, v_snum, v_satt) AS s(rel, num, att)
+		  FROM unnest(v_xrel, v_xnum, v_xatt) AS s(rel, num, att)
 		  JOIN pg_attribute a ON a.attrelid = s.rel AND a.attnum = s.num
 		 WHERE a.attacl IS NOT NULL
 		 LIMIT 1;
@@ -277,7 +341,7 @@ BEGIN
 		-- (_snowflake_online_replica()); what would fire even so (ENABLE
 		-- ALWAYS and ENABLE REPLICA triggers and rules, row-level security)
 		-- is refused.
-		FOREACH v_k IN ARRAY (SELECT coalesce(array_agg(s.t ORDER BY s.t::regclass::text), '{}') FROM unnest(v_stables) AS s(t)) LOOP
+		FOREACH v_k IN ARRAY (SELECT coalesce(array_agg(s.t ORDER BY s.t::regclass::text), '{}') FROM unnest(v_btables) AS s(t)) LOOP
 			v_was := current_setting('session_replication_role');
 			EXECUTE format('SELECT %1$I._snowflake_online_firing($1::pg_catalog.regclass, $2::pg_catalog.oid[],
 					$3::pg_catalog.name[], $4::pg_catalog.name, $5::pg_catalog.text),
@@ -306,7 +370,7 @@ BEGIN
 		-- asowner.c), through a function PUBLIC cannot execute; a caller
 		-- that is not the owner needs the right to.
 		SELECT c.oid::regclass AS r, c.relowner::regrole AS what INTO v_r
-		  FROM unnest(v_stables) AS s(t)
+		  FROM unnest(v_btables) AS s(t)
 		  JOIN pg_class c ON c.oid = s.t
 		 WHERE c.relowner <> (SELECT o.oid FROM pg_roles o WHERE o.rolname = current_user)
 		   AND NOT has_function_privilege(format('%I._snowflake_online_sync_rows(pg_catalog.regclass, pg_catalog.oid[], pg_catalog.name[], pg_catalog.bool, pg_catalog.text[], pg_catalog.text[], pg_catalog.int4)', nsp), 'EXECUTE')
@@ -327,7 +391,7 @@ BEGIN
 		-- would fail the check that keeps them equal.
 		SELECT t.tgrelid::regclass AS r, t.tgname AS what INTO v_r
 		  FROM pg_trigger t
-		 WHERE t.tgrelid = ANY (v_stables) AND NOT t.tgisinternal AND t.tgenabled <> 'D'
+		 WHERE t.tgrelid = ANY (v_mrel) AND NOT t.tgisinternal AND t.tgenabled <> 'D'
 		   AND (t.tgtype & 3) = 3 AND (t.tgtype & 20) <> 0
 		   AND t.tgname::text COLLATE "C" > 'zz_snowflake_sync'
 		 ORDER BY 1, 2
@@ -350,7 +414,7 @@ BEGIN
 		  FROM pg_class c
 		  JOIN pg_namespace n ON n.oid = c.relnamespace
 		  JOIN pg_publication_tables p ON p.schemaname = n.nspname AND p.tablename = c.relname
-		 WHERE c.oid = ANY (v_stables)
+		 WHERE c.oid = ANY (v_mrel)
 		 ORDER BY 1, 2
 		 LIMIT 1;
 		IF FOUND THEN
@@ -432,14 +496,14 @@ BEGIN
 	FOR v_r IN
 		SELECT t AS relid,
 			   (SELECT string_agg(format('%I = %I', s.new, s.att), ', ' ORDER BY s.n)
-				  FROM unnest(v_srel, v_satt, v_snew) WITH ORDINALITY AS s(rel, att, new, n)
+				  FROM unnest(v_xrel, v_xatt, v_xnew) WITH ORDINALITY AS s(rel, att, new, n)
 				 WHERE s.rel = t) AS sets,
 			   (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.n)
 				  FROM pg_index i
 				  CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(num, n)
 				  JOIN pg_attribute a ON a.attrelid = t AND a.attnum = k.num
 				 WHERE i.indrelid = t AND i.indisprimary) AS pk
-		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+		  FROM unnest(v_btables) WITH ORDINALITY AS k(t, n)
 		 ORDER BY k.n
 	LOOP
 		RETURN QUERY SELECT 'backfill'::text, v_r.relid::regclass, NULL::name,
@@ -455,14 +519,14 @@ BEGIN
 			   obj_description(i.indexrelid, 'pg_class') AS index_comment,
 			   obj_description(con.oid, 'pg_constraint') AS con_comment,
 			   (to_jsonb(i) ->> 'indnullsnotdistinct') = 'true' AS nulls_not_distinct,
-			   k.n AS tn
-		  FROM unnest(v_stables) WITH ORDINALITY AS k(t, n)
+			   k.n AS tn, k.depth, k.kind AS tkind
+		  FROM unnest(v_mrel, v_mdepth, v_mkind) WITH ORDINALITY AS k(t, depth, kind, n)
 		  JOIN pg_index i ON i.indrelid = k.t
 		  JOIN pg_class c ON c.oid = i.indexrelid
 		  JOIN pg_am am ON am.oid = c.relam
 		  LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid
 									 AND con.contype IN ('p', 'u', 'x')
-		 WHERE EXISTS (SELECT FROM unnest(v_srel, v_snum) s(rel, num)
+		 WHERE EXISTS (SELECT FROM unnest(v_xrel, v_xnum) s(rel, num)
 						WHERE s.rel = i.indrelid
 						  AND (s.num = ANY (i.indkey::int2[])
 							   OR position(format(':varattno %s ', s.num) IN coalesce(i.indexprs::text, '')) > 0
@@ -471,7 +535,7 @@ BEGIN
 	LOOP
 		IF v_refuse THEN
 			SELECT s.att INTO v_text
-			  FROM unnest(v_srel, v_snum, v_satt) s(rel, num, att)
+			  FROM unnest(v_xrel, v_xnum, v_xatt) s(rel, num, att)
 			 WHERE s.rel = v_i.indrelid
 			   AND (position(format(':varattno %s ', s.num) IN coalesce(v_i.indexprs::text, '')) > 0
 					OR position(format(':varattno %s ', s.num) IN coalesce(v_i.indpred::text, '')) > 0)
@@ -482,18 +546,18 @@ BEGIN
 						  DETAIL = format('%s uses column "%s" of table %s in an expression, a predicate or an exclusion constraint, which the online conversion does not rebuild.',
 										  CASE WHEN v_i.contype = 'x' THEN format('Constraint "%s"', v_i.conname)
 											   ELSE format('Index %s', v_i.indexrelid::regclass) END,
-										  coalesce(v_text, (SELECT string_agg(s.att, '", "') FROM unnest(v_srel, v_satt) s(rel, att)
+										  coalesce(v_text, (SELECT string_agg(s.att, '", "') FROM unnest(v_xrel, v_xatt) s(rel, att)
 															  WHERE s.rel = v_i.indrelid)),
 										  v_i.indrelid::regclass),
 						  HINT = v_offline;
 			END IF;
-			IF octet_length(v_i.relname) > 63 - octet_length('_snowflake') THEN
+			IF v_i.tkind <> 'p' AND octet_length(v_i.relname) > 63 - octet_length('_snowflake') THEN
 				RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
 					USING ERRCODE = 'name_too_long',
 						  DETAIL = format('The name of the new index of %s would be too long.', v_i.indexrelid::regclass),
 						  HINT = 'Rename the index, or convert with snowflake_convert_column().';
 			END IF;
-			IF mode = 'check' AND EXISTS (SELECT FROM pg_class x WHERE x.relnamespace = v_i.relnamespace
+			IF v_i.tkind <> 'p' AND mode = 'check' AND EXISTS (SELECT FROM pg_class x WHERE x.relnamespace = v_i.relnamespace
 											 AND x.relname = v_i.relname || '_snowflake') THEN
 				RAISE EXCEPTION 'relation "%" already exists', v_i.relname || '_snowflake'
 					USING ERRCODE = 'duplicate_table',
@@ -513,7 +577,7 @@ BEGIN
 			  CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(num, n)
 			  JOIN pg_attribute ia ON ia.attrelid = i.indexrelid AND ia.attnum = k.n
 			  LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num
-			  LEFT JOIN unnest(v_srel, v_snum, v_snew) AS s(rel, num, new) ON s.rel = i.indrelid AND s.num = k.num
+			  LEFT JOIN unnest(v_xrel, v_xnum, v_xnew) AS s(rel, num, new) ON s.rel = i.indrelid AND s.num = k.num
 			  LEFT JOIN pg_opclass opc ON opc.oid = (i.indclass::oid[])[k.n - 1]
 			  LEFT JOIN pg_namespace opcn ON opcn.oid = opc.opcnamespace
 			 WHERE i.indexrelid = v_i.indexrelid
@@ -521,7 +585,7 @@ BEGIN
 		LOOP
 			IF v_c.num = 0 THEN
 				v_expr := '(' || pg_get_indexdef(v_i.indexrelid, v_c.pos + 1, false) || ')';
-			ELSIF v_c.new IS NOT NULL THEN
+			ELSIF v_c.new IS NOT NULL AND v_i.tkind <> 'p' THEN
 				v_expr := quote_ident(v_c.new);
 			ELSE
 				v_expr := quote_ident(v_c.attname);
@@ -561,6 +625,60 @@ BEGIN
 			END IF;
 			v_keys := v_keys || v_expr;
 		END LOOP;
+
+		-- A partitioned table's index is made again in the swap, after the
+		-- column's: its partitions' indexes, built beside the old ones,
+		-- are then there, and PostgreSQL attaches them to it rather than
+		-- building any (as ALTER INDEX ... ATTACH PARTITION would, which a
+		-- primary key of a partitioned table cannot take: USING INDEX is
+		-- not for those); from the deepest level up, each level's index
+		-- attaching the one below.
+		IF v_i.tkind = 'p' THEN
+			IF v_i.contype IN ('p', 'u') THEN
+				v_stmt := format('ALTER TABLE %s ADD CONSTRAINT %I %s%s (%s)', v_i.indrelid::regclass, v_i.conname,
+								 CASE v_i.contype WHEN 'p' THEN 'PRIMARY KEY' ELSE 'UNIQUE' END,
+								 CASE WHEN v_i.nulls_not_distinct THEN ' NULLS NOT DISTINCT' ELSE '' END,
+								 array_to_string(v_keys, ', '));
+			ELSE
+				v_stmt := format('CREATE %sINDEX %I ON %s USING %I (%s)',
+								 CASE WHEN v_i.indisunique THEN 'UNIQUE ' ELSE '' END,
+								 v_i.relname, v_i.indrelid::regclass, v_i.amname, array_to_string(v_keys, ', '));
+			END IF;
+			IF cardinality(v_incl) > 0 THEN
+				v_stmt := v_stmt || ' INCLUDE (' || array_to_string(v_incl, ', ') || ')';
+			END IF;
+			IF v_i.nulls_not_distinct AND v_i.contype IS DISTINCT FROM 'p' AND v_i.contype IS DISTINCT FROM 'u' THEN
+				v_stmt := v_stmt || ' NULLS NOT DISTINCT';
+			END IF;
+			IF v_i.reloptions IS NOT NULL THEN
+				v_stmt := v_stmt || ' WITH (' || array_to_string(v_i.reloptions, ', ') || ')';
+			END IF;
+			IF v_i.reltablespace <> 0 THEN
+				v_stmt := v_stmt || CASE WHEN v_i.contype IN ('p', 'u') THEN ' USING INDEX' ELSE '' END
+						  || ' TABLESPACE ' || quote_ident((SELECT s.spcname FROM pg_tablespace s WHERE s.oid = v_i.reltablespace));
+			END IF;
+			IF v_i.contype IN ('p', 'u') THEN
+				v_stmt := v_stmt || CASE WHEN v_i.condeferred THEN ' DEFERRABLE INITIALLY DEFERRED'
+										 WHEN v_i.condeferrable THEN ' DEFERRABLE' ELSE '' END;
+			END IF;
+			v_parts := v_parts || v_stmt;
+			v_pdepth := v_pdepth || v_i.depth;
+			IF v_i.con_comment IS NOT NULL THEN
+				v_parts := v_parts || format('COMMENT ON CONSTRAINT %I ON %s IS %L', v_i.conname, v_i.indrelid::regclass, v_i.con_comment);
+				v_pdepth := v_pdepth || v_i.depth;
+			END IF;
+			IF v_i.index_comment IS NOT NULL THEN
+				v_parts := v_parts || format('COMMENT ON INDEX %I.%I IS %L',
+											 (SELECT n.nspname FROM pg_namespace n WHERE n.oid = v_i.relnamespace),
+											 v_i.relname, v_i.index_comment);
+				v_pdepth := v_pdepth || v_i.depth;
+			END IF;
+			IF v_i.indisreplident THEN
+				v_parts := v_parts || format('ALTER TABLE %s REPLICA IDENTITY USING INDEX %I', v_i.indrelid::regclass, v_i.relname);
+				v_pdepth := v_pdepth || v_i.depth;
+			END IF;
+			CONTINUE;
+		END IF;
 
 		v_stmt := format('CREATE %sINDEX CONCURRENTLY %I ON %s USING %I (%s)',
 						 CASE WHEN v_i.indisunique THEN 'UNIQUE ' ELSE '' END,
@@ -613,6 +731,24 @@ BEGIN
 		END IF;
 	END LOOP;
 
+	-- (a foreign key referencing one partition would lose the key it
+	-- references when the old column goes, before the swap could make it
+	-- again)
+	SELECT c.conname, c.conrelid::regclass AS r, c.confrelid::regclass AS p INTO v_r
+	  FROM pg_constraint c
+	  JOIN pg_class p ON p.oid = c.confrelid
+	 WHERE c.contype = 'f' AND c.conparentid = 0 AND p.relispartition
+	   AND EXISTS (SELECT FROM unnest(v_xrel, v_xnum) s(rel, num) WHERE s.rel = c.confrelid AND s.num = ANY (c.confkey))
+	 ORDER BY 2, 1
+	 LIMIT 1;
+	IF v_refuse AND FOUND THEN
+		RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = format('Foreign key "%s" of table %s references partition %s, not its partitioned table, and the online conversion makes only the partitioned table''s foreign keys again.',
+								  v_r.conname, v_r.r, v_r.p),
+				  HINT = v_offline;
+	END IF;
+
 	-- validate: the foreign keys on the shadow columns (NOT VALID, then
 	-- validated if the old one was), and the not-null checks
 	FOR v_c IN
@@ -625,9 +761,17 @@ BEGIN
 			   (SELECT string_agg(quote_ident(coalesce(s.new, a.attname)), ', ' ORDER BY k.n)
 				  FROM unnest(c.confkey) WITH ORDINALITY AS k(num, n)
 				  JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.num
-				  LEFT JOIN unnest(v_srel, v_snum, v_snew) AS s(rel, num, new) ON s.rel = c.confrelid AND s.num = k.num) AS refcols
+				  LEFT JOIN unnest(v_srel, v_snum, v_snew) AS s(rel, num, new) ON s.rel = c.confrelid AND s.num = k.num) AS refcols,
+			   (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.n)
+				  FROM unnest(c.conkey) WITH ORDINALITY AS k(num, n)
+				  JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.num) AS oldcols,
+			   (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.n)
+				  FROM unnest(c.confkey) WITH ORDINALITY AS k(num, n)
+				  JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.num) AS oldrefcols,
+			   (SELECT x.relkind FROM pg_class x WHERE x.oid = c.conrelid) AS kind,
+			   (SELECT x.relkind FROM pg_class x WHERE x.oid = c.confrelid) AS refkind
 		  FROM pg_constraint c
-		 WHERE c.contype = 'f'
+		 WHERE c.contype = 'f' AND c.conparentid = 0
 		   AND EXISTS (SELECT FROM unnest(v_srel, v_snum) s(rel, num)
 						WHERE (s.rel = c.conrelid AND s.num = ANY (c.conkey))
 						   OR (s.rel = c.confrelid AND s.num = ANY (c.confkey)))
@@ -639,6 +783,43 @@ BEGIN
 					  DETAIL = format('Foreign key "%s" of table %s sets only some columns to NULL on delete, which the online conversion does not rebuild.',
 									  v_c.conname, v_c.conrelid::regclass),
 					  HINT = v_offline;
+		END IF;
+		-- (before PostgreSQL 18 a partitioned table takes no NOT VALID
+		-- foreign key)
+		IF v_refuse AND v_c.kind = 'p' THEN
+			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Foreign key "%s" is declared on partitioned table %s, and the online conversion does not convert the foreign keys of partitioned tables yet, only those referencing them.',
+									  v_c.conname, v_c.conrelid::regclass),
+					  HINT = v_offline;
+		END IF;
+		-- (what follows the columns, as the old one has it)
+		v_text := format('%s ON UPDATE %s ON DELETE %s%s',
+						 CASE v_c.confmatchtype WHEN 'f' THEN ' MATCH FULL' WHEN 'p' THEN ' MATCH PARTIAL' ELSE '' END,
+						 CASE v_c.confupdtype WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
+											  WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END,
+						 CASE v_c.confdeltype WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
+											  WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END,
+						 CASE WHEN v_c.condeferred THEN ' DEFERRABLE INITIALLY DEFERRED'
+							  WHEN v_c.condeferrable THEN ' DEFERRABLE' ELSE '' END);
+		-- A foreign key referencing a partitioned table needs a unique
+		-- index on the referenced columns of that table itself, which the
+		-- swap makes (see the indexes above): it is added in the swap, NOT
+		-- VALID, where it checks no row, and validated after it, a scan
+		-- that blocks no writer.  (The old one held for every row, and
+		-- each shadow column equals its column.)
+		IF v_c.refkind = 'p' THEN
+			v_swap_fk := v_swap_fk || format('ALTER TABLE %s DROP CONSTRAINT %I', v_c.conrelid::regclass, v_c.conname);
+			v_fkparts := v_fkparts || format('ALTER TABLE %s ADD CONSTRAINT %I FOREIGN KEY (%s) REFERENCES %s (%s)%s NOT VALID',
+				   v_c.conrelid::regclass, v_c.conname, v_c.oldcols, v_c.confrelid::regclass, v_c.oldrefcols, v_text);
+			IF v_c.con_comment IS NOT NULL THEN
+				v_fkparts := v_fkparts || format('COMMENT ON CONSTRAINT %I ON %s IS %L', v_c.conname,
+												 v_c.conrelid::regclass, v_c.con_comment);
+			END IF;
+			IF v_c.convalidated THEN
+				v_finish := v_finish || format('ALTER TABLE %s VALIDATE CONSTRAINT %I', v_c.conrelid::regclass, v_c.conname);
+			END IF;
+			CONTINUE;
 		END IF;
 		IF v_refuse AND octet_length(v_c.conname) > 63 - octet_length('_snowflake') THEN
 			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
@@ -654,15 +835,8 @@ BEGIN
 					  HINT = 'Rename that constraint, or convert with snowflake_convert_column().';
 		END IF;
 		RETURN QUERY SELECT 'constrain'::text, v_c.conrelid::regclass, (v_c.conname || '_snowflake')::name,
-			format('ALTER TABLE %s ADD CONSTRAINT %I FOREIGN KEY (%s) REFERENCES %s (%s)%s ON UPDATE %s ON DELETE %s%s NOT VALID',
-				   v_c.conrelid::regclass, v_c.conname || '_snowflake', v_c.cols, v_c.confrelid::regclass, v_c.refcols,
-				   CASE v_c.confmatchtype WHEN 'f' THEN ' MATCH FULL' WHEN 'p' THEN ' MATCH PARTIAL' ELSE '' END,
-				   CASE v_c.confupdtype WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
-										WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END,
-				   CASE v_c.confdeltype WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
-										WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END,
-				   CASE WHEN v_c.condeferred THEN ' DEFERRABLE INITIALLY DEFERRED'
-						WHEN v_c.condeferrable THEN ' DEFERRABLE' ELSE '' END);
+			format('ALTER TABLE %s ADD CONSTRAINT %I FOREIGN KEY (%s) REFERENCES %s (%s)%s NOT VALID',
+				   v_c.conrelid::regclass, v_c.conname || '_snowflake', v_c.cols, v_c.confrelid::regclass, v_c.refcols, v_text);
 		IF v_c.convalidated THEN
 			v_validate := v_validate || format('%s|%s|ALTER TABLE %s VALIDATE CONSTRAINT %I',
 											   v_c.conrelid, v_c.conname || '_snowflake',
@@ -797,6 +971,9 @@ BEGIN
 	 WHERE NOT (s.rel = tbl AND s.att = col)
 	 ORDER BY array_position(v_stables, s.rel), s.n;
 	RETURN QUERY SELECT 'swap'::text, NULL::regclass, NULL::name, s FROM unnest(v_after) AS s;
+	RETURN QUERY SELECT 'swap'::text, NULL::regclass, NULL::name, x.s
+	  FROM unnest(v_parts, v_pdepth) WITH ORDINALITY AS x(s, d, n) ORDER BY x.d DESC, x.n;
+	RETURN QUERY SELECT 'swap'::text, NULL::regclass, NULL::name, s FROM unnest(v_fkparts) AS s;
 	IF v_key_shadowed THEN
 		RETURN QUERY SELECT 'swap'::text, tbl, NULL::name,
 			format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', tbl, col, v_call);
@@ -806,6 +983,8 @@ BEGIN
 	  FROM unnest(v_srel, v_snum, v_satt) WITH ORDINALITY AS s(rel, num, att, n)
 	 WHERE col_description(s.rel, s.num) IS NOT NULL
 	 ORDER BY array_position(v_stables, s.rel), s.n;
+	-- after it, in transactions of their own
+	RETURN QUERY SELECT 'finish'::text, NULL::regclass, NULL::name, s FROM unnest(v_finish) AS s;
 END;
 $plan$;
 
@@ -814,7 +993,8 @@ COMMENT ON FUNCTION _snowflake_online_plan(regclass, name, boolean, oid[], name[
 
 -- What the plan depends on, as one hash: the columns, defaults,
 -- constraints (those referencing the tables too), indexes, dependencies on
--- columns, inheritance, owners and comments of the tables.  The steps that
+-- columns, inheritance, owners and comments of the tables and of their
+-- partitions and children, at every level.  The steps that
 -- take locks blocking writers compute their plan first, without locks (the
 -- offline converter's refusals alone take a few hundred milliseconds),
 -- then take the locks and compare this hash, computed again under them
@@ -828,27 +1008,33 @@ LANGUAGE sql
 STABLE PARALLEL SAFE SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
 AS $fingerprint$
+WITH RECURSIVE tree(relid) AS (
+	SELECT unnest(rels)
+	UNION
+	SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.relid
+)
 SELECT md5(concat_ws('|',
 	(SELECT string_agg(concat_ws(' ', a.attrelid, a.attnum, a.attname, a.atttypid, a.attnotnull,
 								 a.attidentity, a.attisdropped, a.attacl), ',' ORDER BY a.attrelid, a.attnum)
-	   FROM pg_attribute a WHERE a.attrelid = ANY (rels) AND a.attnum > 0),
+	   FROM pg_attribute a WHERE a.attrelid = ANY (m.rels) AND a.attnum > 0),
 	(SELECT string_agg(concat_ws(' ', d.adrelid, d.adnum, d.adbin), ',' ORDER BY d.adrelid, d.adnum)
-	   FROM pg_attrdef d WHERE d.adrelid = ANY (rels)),
+	   FROM pg_attrdef d WHERE d.adrelid = ANY (m.rels)),
 	(SELECT string_agg(concat_ws(' ', c.oid, c.conname, c.contype, c.convalidated, c.conrelid, c.confrelid),
 					   ',' ORDER BY c.oid)
-	   FROM pg_constraint c WHERE c.conrelid = ANY (rels) OR c.confrelid = ANY (rels)),
+	   FROM pg_constraint c WHERE c.conrelid = ANY (m.rels) OR c.confrelid = ANY (m.rels)),
 	(SELECT string_agg(concat_ws(' ', i.indexrelid, x.relname, i.indisvalid, i.indkey), ',' ORDER BY i.indexrelid)
-	   FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid WHERE i.indrelid = ANY (rels)),
+	   FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid WHERE i.indrelid = ANY (m.rels)),
 	(SELECT string_agg(concat_ws(' ', d.classid, d.objid, d.objsubid, d.refobjid, d.refobjsubid, d.deptype),
 					   ',' ORDER BY d.classid, d.objid, d.objsubid, d.refobjid, d.refobjsubid)
 	   FROM pg_depend d
-	  WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = ANY (rels) AND d.refobjsubid > 0),
+	  WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = ANY (m.rels) AND d.refobjsubid > 0),
 	(SELECT string_agg(concat_ws(' ', i.inhrelid, i.inhparent), ',' ORDER BY i.inhrelid, i.inhparent)
-	   FROM pg_inherits i WHERE i.inhrelid = ANY (rels) OR i.inhparent = ANY (rels)),
+	   FROM pg_inherits i WHERE i.inhrelid = ANY (m.rels) OR i.inhparent = ANY (m.rels)),
 	(SELECT string_agg(concat_ws(' ', c.oid, c.relowner, c.relkind, c.relname, c.relnamespace), ',' ORDER BY c.oid)
-	   FROM pg_class c WHERE c.oid = ANY (rels)),
+	   FROM pg_class c WHERE c.oid = ANY (m.rels)),
 	(SELECT string_agg(concat_ws(' ', d.objoid, d.objsubid, md5(d.description)), ',' ORDER BY d.objoid, d.objsubid)
-	   FROM pg_description d WHERE d.classoid = 'pg_class'::regclass AND d.objoid = ANY (rels))));
+	   FROM pg_description d WHERE d.classoid = 'pg_class'::regclass AND d.objoid = ANY (m.rels))))
+  FROM (SELECT array_agg(t.relid) AS rels FROM tree t) m;
 $fingerprint$;
 
 COMMENT ON FUNCTION _snowflake_online_fingerprint(oid[]) IS
@@ -902,7 +1088,8 @@ BEGIN
 	IF rels IS NULL OR atts IS NULL OR backfill_tables IS NULL
 	   OR cardinality(rels) IS DISTINCT FROM cardinality(atts) OR cardinality(rels) = 0
 	   OR rels[1] IS DISTINCT FROM tbl OR atts[1] IS DISTINCT FROM col
-	   OR NOT (backfill_tables <@ rels) THEN
+	   OR EXISTS (SELECT FROM unnest(backfill_tables) AS b(t)
+				   WHERE NOT coalesce(pg_partition_root(b.t), b.t) = ANY (rels)) THEN
 		v_problem := 'its tables and columns do not start with the table''s own, or do not match';
 	ELSE
 		BEGIN
@@ -1167,7 +1354,8 @@ $swap$;
 COMMENT ON FUNCTION _snowflake_online_swap(text, oid[], text, text[], text[], regclass, name, boolean, name, bigint, oid[], oid[], oid[], oid[], boolean) IS
 'internal to snowflake_convert_column_online(): the swap under its locks, if nothing changed';
 
--- The backfill's statements for one table: the range of the next batch
+-- The backfill's statements for one table (a partition: its columns are
+-- its root's in rels): the range of the next batch
 -- (its row count and last primary key, as text, or, for a table without
 -- one, its last block: see below), the batch's UPDATE, the
 -- sweep's UPDATE, and whether any row still differs.  Rows are locked with
@@ -1202,8 +1390,8 @@ BEGIN
 		   string_agg(format('%I IS DISTINCT FROM %I', a.attname || '_snowflake', a.attname), ' OR ' ORDER BY k.n)
 	  INTO v_sets, v_diff
 	  FROM generate_subscripts(rels, 1) AS k(n)
-	  JOIN pg_attribute a ON a.attrelid = rels[k.n] AND a.attname = atts[k.n] AND NOT a.attisdropped
-	 WHERE rels[k.n] = tbl AND a.atttypid <> 'int8'::regtype;
+	  JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = atts[k.n] AND NOT a.attisdropped
+	 WHERE rels[k.n] = coalesce(pg_partition_root(tbl)::oid, tbl::oid) AND a.atttypid <> 'int8'::regtype;
 	IF v_sets IS NULL THEN
 		RETURN;				-- (no shadow column in this table: no statement)
 	END IF;
@@ -1297,7 +1485,12 @@ SELECT x.what
 		  FROM (SELECT format('trigger "%s" on UPDATE, which would fire for every row the backfill updates', t.tgname) AS what,
 					   t.tgenabled AS enabled
 				  FROM pg_trigger t
-				 WHERE t.tgrelid = tbl AND NOT t.tgisinternal AND (t.tgtype & 16) <> 0
+				 WHERE t.tgrelid = tbl AND (t.tgtype & 16) <> 0
+				   -- (a partition's clone of its parent's trigger is internal
+				   -- before PostgreSQL 15; a foreign key's are internal)
+				   AND (NOT t.tgisinternal
+						OR (t.tgparentid <> 0
+							AND NOT EXISTS (SELECT FROM pg_constraint c WHERE c.oid = t.tgconstraint AND c.contype = 'f')))
 				   AND NOT (t.tgname = 'zz_snowflake_sync'
 							AND t.tgfoid IN (SELECT p.oid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 											  WHERE n.nspname = nsp AND p.proname = 'snowflake_convert_sync'))
@@ -1306,7 +1499,7 @@ SELECT x.what
 									WHERE a.attrelid = t.tgrelid AND a.attnum = ANY (t.tgattr::int2[])
 									  AND a.attname IN (SELECT (atts[k.n] || '_snowflake')::name
 														  FROM generate_subscripts(rels, 1) AS k(n)
-														 WHERE rels[k.n] = tbl)))
+														 WHERE rels[k.n] = coalesce(pg_partition_root(tbl)::oid, tbl::oid))))
 				UNION ALL
 				SELECT format('rule "%s" on UPDATE, which would fire for every row the backfill updates', w.rulename),
 					   w.ev_enabled
@@ -1582,6 +1775,8 @@ DECLARE
 	v_pending pg_catalog.text[];
 	v_dry_rows pg_catalog.int4 := 0;
 	v_stop pg_catalog.bool := false; -- nothing more to do after the checks
+	v_finish pg_catalog.text[];	-- the swap's validations, after it
+	v_roots pg_catalog.oid[];
 BEGIN
 	PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 	IF tbl IS NULL OR col IS NULL OR batch_size IS NULL OR lock_timeout IS NULL OR max_retries IS NULL
@@ -1780,6 +1975,7 @@ BEGIN
 		v_fp := NULL;
 		v_stmts := '{}';
 		v_after := '{}';
+		v_finish := '{}';
 		IF abort THEN
 			EXIT steps WHEN v_state.tbl IS NULL;
 			v_kind := 'abort';
@@ -1859,6 +2055,21 @@ BEGIN
 					PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 					CONTINUE steps;
 				END IF;
+				-- every index the swap attaches or turns into a key built:
+				-- a partition created since the index step has none yet
+				EXECUTE format('SELECT %I._snowflake_online_pending($1::pg_catalog.regclass, $2::pg_catalog.name,
+						$3::pg_catalog.bool, $4::pg_catalog.regclass[], $5::pg_catalog.name[],
+						$6::pg_catalog.regclass[])', v_nsp)
+				   INTO v_pending
+				  USING tbl, v_state.col, v_state.drop_sequence, v_state.rels, v_state.atts, v_state.backfill_tables;
+				IF v_pending <> '{}' THEN
+					RAISE NOTICE 'indexes of the conversion are missing (on a partition created since?): back to the index step';
+					EXECUTE format('UPDATE %I.snowflake_online_state SET step = ''index'', updated_at = now() WHERE tbl = $1', v_nsp)
+					   USING tbl;
+					COMMIT;
+					PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+					CONTINUE steps;
+				END IF;
 				v_kind := 'swap';
 				RAISE NOTICE 'step 5 of 5, swap';
 			END IF;
@@ -1868,6 +2079,9 @@ BEGIN
 						USING tbl, col, coalesce(v_state.drop_sequence, drop_sequence), v_rels, v_atts, v_nsp,
 							  CASE v_kind WHEN 'add' THEN 'check' ELSE 'run' END
 			LOOP
+				IF v_r.step = 'finish' AND v_kind = 'swap' THEN
+					v_finish := v_finish || v_r.statement;
+				END IF;
 				CONTINUE WHEN v_r.step <> v_kind;
 				IF v_r.statement LIKE 'LOCK TABLE %' THEN
 					v_lock_stmt := v_r.statement;
@@ -1891,11 +2105,27 @@ BEGIN
 				-- first, then by name) and the rows to expect: the
 				-- planner's estimate, or a count for a table never
 				-- vacuumed nor analyzed (a new one, likely small)
-				SELECT coalesce(array_agg(t ORDER BY t <> tbl::oid, t::regclass::text), '{}') INTO v_tables
-				  FROM (SELECT DISTINCT v_rels[k.n] AS t
-						  FROM generate_subscripts(v_rels, 1) AS k(n)
-						  JOIN pg_attribute a ON a.attrelid = v_rels[k.n] AND a.attname = v_atts[k.n]
-						 WHERE a.atttypid <> 'int8'::regtype) x;
+				-- (of a partitioned table, its partitions that hold rows,
+				-- at every level, by name)
+				WITH RECURSIVE roots(t) AS (
+					SELECT DISTINCT v_rels[k.n]
+					  FROM generate_subscripts(v_rels, 1) AS k(n)
+					  JOIN pg_attribute a ON a.attrelid = v_rels[k.n] AND a.attname = v_atts[k.n]
+					 WHERE a.atttypid <> 'int8'::regtype
+				), tree(root, relid) AS (
+					SELECT r.t, r.t FROM roots r
+					UNION ALL
+					SELECT tr.root, i.inhrelid
+					  FROM tree tr
+					  JOIN pg_inherits i ON i.inhparent = tr.relid
+					  JOIN pg_class c ON c.oid = i.inhrelid AND c.relispartition
+				)
+				SELECT coalesce(array_agg(tr.relid ORDER BY tr.root <> tbl::oid, tr.root::regclass::text,
+										  tr.relid::regclass::text), '{}'),
+					   (SELECT coalesce(array_agg(r.t), '{}') FROM roots r)
+				  INTO v_tables, v_roots
+				  FROM tree tr JOIN pg_class c ON c.oid = tr.relid
+				 WHERE c.relkind <> 'p';
 				v_n := 0;
 				FOR v_r IN SELECT c.oid::regclass AS r, c.reltuples, c.relpages FROM pg_class c WHERE c.oid = ANY (v_tables) LOOP
 					IF v_r.reltuples > 0 OR (v_r.reltuples = 0 AND v_r.relpages > 0) THEN
@@ -1916,7 +2146,8 @@ BEGIN
 				EXECUTE format('SELECT %I._snowflake_online_mark($1::pg_catalog.timestamptz)', v_nsp)
 				   INTO v_mark USING v_begun;
 				v_stmts := v_stmts || ARRAY(SELECT format('COMMENT ON TRIGGER zz_snowflake_sync ON %s IS %L', t::regclass, v_mark)
-											   FROM unnest(v_tables) AS t);
+											   FROM (SELECT unnest(v_tables) UNION SELECT unnest(v_roots)) AS x(t)
+											  ORDER BY t::regclass::text);
 			END IF;
 			EXECUTE format('SELECT %I._snowflake_online_fingerprint($1::pg_catalog.oid[])', v_nsp) INTO v_fp USING v_rels;
 		ELSIF v_state.step = 'validate' THEN
@@ -1986,7 +2217,8 @@ BEGIN
 				  FROM pg_locks l
 				 WHERE l.locktype = 'relation'
 				   AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
-				   AND l.relation = ANY (coalesce(v_rels, '{}') || coalesce(v_state.rels::oid[], '{}'))
+				   AND l.relation = ANY (coalesce(v_rels, '{}') || coalesce(v_state.rels::oid[], '{}')
+										 || coalesce(v_state.backfill_tables::oid[], '{}'))
 				   AND l.granted AND l.pid IS DISTINCT FROM pg_backend_pid()
 				   AND l.mode IN ('ShareUpdateExclusiveLock', 'ShareLock', 'ShareRowExclusiveLock',
 								  'ExclusiveLock', 'AccessExclusiveLock')
@@ -2066,6 +2298,14 @@ BEGIN
 		END IF;
 		EXECUTE format('SELECT * FROM %I.snowflake_online_state WHERE tbl = $1', v_nsp) INTO v_state USING tbl;
 		IF v_state.tbl IS NULL THEN
+			-- the foreign keys the swap added NOT VALID (those referencing a
+			-- partitioned table), validated: scans that block no writer
+			FOREACH v_sql IN ARRAY v_finish LOOP
+				RAISE NOTICE 'after the swap: %', v_sql;
+				EXECUTE v_sql;
+				COMMIT;
+				PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+			END LOOP;
 			RAISE NOTICE 'column "%" of table % now takes Snowflake ids', col, tbl;
 			EXIT steps;
 		END IF;
