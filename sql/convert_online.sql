@@ -74,6 +74,11 @@ SELECT count(*) AS conversions FROM sfx.snowflake_online_conversions;
 -- one partitioned by the column: PostgreSQL cannot change its type)
 CREATE TABLE shop.events (id serial, day date NOT NULL, PRIMARY KEY (id, day)) PARTITION BY RANGE (id);
 CALL sfx.snowflake_convert_column_online('shop.events');
+-- (an inheritance tree: each child has keys and indexes of its own)
+CREATE TABLE shop.logs (id serial PRIMARY KEY, line text);
+CREATE TABLE shop.logs_old () INHERITS (shop.logs);
+CALL sfx.snowflake_convert_column_online('shop.logs');
+DROP TABLE shop.logs CASCADE;
 -- (a table without a primary key is walked by physical position: TAP 257)
 CREATE TABLE shop.notes (customer_id integer REFERENCES shop.customers, note text);
 SET client_min_messages = warning;

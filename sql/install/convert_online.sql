@@ -784,13 +784,14 @@ BEGIN
 									  v_c.conname, v_c.conrelid::regclass),
 					  HINT = v_offline;
 		END IF;
-		-- (before PostgreSQL 18 a partitioned table takes no NOT VALID
-		-- foreign key)
-		IF v_refuse AND v_c.kind = 'p' THEN
+		-- (both partitioned: the new foreign key would need the swap's
+		-- key, and, before PostgreSQL 18, a partitioned table takes no
+		-- NOT VALID foreign key, so it would be checked under its locks)
+		IF v_refuse AND v_c.kind = 'p' AND v_c.refkind = 'p' THEN
 			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
 				USING ERRCODE = 'feature_not_supported',
-					  DETAIL = format('Foreign key "%s" is declared on partitioned table %s, and the online conversion does not convert the foreign keys of partitioned tables yet, only those referencing them.',
-									  v_c.conname, v_c.conrelid::regclass),
+					  DETAIL = format('Foreign key "%s" of partitioned table %s references partitioned table %s, and the online conversion cannot make it again without checking every row under its locks.',
+									  v_c.conname, v_c.conrelid::regclass, v_c.confrelid::regclass),
 					  HINT = v_offline;
 		END IF;
 		-- (what follows the columns, as the old one has it)
@@ -802,6 +803,7 @@ BEGIN
 											  WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END,
 						 CASE WHEN v_c.condeferred THEN ' DEFERRABLE INITIALLY DEFERRED'
 							  WHEN v_c.condeferrable THEN ' DEFERRABLE' ELSE '' END);
+		v_swap_fk := v_swap_fk || format('ALTER TABLE %s DROP CONSTRAINT %I', v_c.conrelid::regclass, v_c.conname);
 		-- A foreign key referencing a partitioned table needs a unique
 		-- index on the referenced columns of that table itself, which the
 		-- swap makes (see the indexes above): it is added in the swap, NOT
@@ -809,7 +811,6 @@ BEGIN
 		-- that blocks no writer.  (The old one held for every row, and
 		-- each shadow column equals its column.)
 		IF v_c.refkind = 'p' THEN
-			v_swap_fk := v_swap_fk || format('ALTER TABLE %s DROP CONSTRAINT %I', v_c.conrelid::regclass, v_c.conname);
 			v_fkparts := v_fkparts || format('ALTER TABLE %s ADD CONSTRAINT %I FOREIGN KEY (%s) REFERENCES %s (%s)%s NOT VALID',
 				   v_c.conrelid::regclass, v_c.conname, v_c.oldcols, v_c.confrelid::regclass, v_c.oldrefcols, v_text);
 			IF v_c.con_comment IS NOT NULL THEN
@@ -827,27 +828,66 @@ BEGIN
 					  DETAIL = format('The name of the new foreign key of table %s, after "%s", would be too long.', v_c.conrelid::regclass, v_c.conname),
 					  HINT = 'Rename the constraint, or convert with snowflake_convert_column().';
 		END IF;
-		IF mode = 'check' AND EXISTS (SELECT FROM pg_constraint x WHERE x.conrelid = v_c.conrelid
-										 AND x.conname = v_c.conname || '_snowflake') THEN
-			RAISE EXCEPTION 'constraint "%" for relation % already exists', v_c.conname || '_snowflake', v_c.conrelid::regclass
-				USING ERRCODE = 'duplicate_object',
-					  DETAIL = 'The online conversion names its new foreign key so.',
-					  HINT = 'Rename that constraint, or convert with snowflake_convert_column().';
-		END IF;
-		RETURN QUERY SELECT 'constrain'::text, v_c.conrelid::regclass, (v_c.conname || '_snowflake')::name,
-			format('ALTER TABLE %s ADD CONSTRAINT %I FOREIGN KEY (%s) REFERENCES %s (%s)%s NOT VALID',
-				   v_c.conrelid::regclass, v_c.conname || '_snowflake', v_c.cols, v_c.confrelid::regclass, v_c.refcols, v_text);
-		IF v_c.convalidated THEN
-			v_validate := v_validate || format('%s|%s|ALTER TABLE %s VALIDATE CONSTRAINT %I',
-											   v_c.conrelid, v_c.conname || '_snowflake',
-											   v_c.conrelid::regclass, v_c.conname || '_snowflake');
-		END IF;
-		v_abort := format('ALTER TABLE %s DROP CONSTRAINT IF EXISTS %I', v_c.conrelid::regclass, v_c.conname || '_snowflake')
-				   || v_abort;
-		v_swap_fk := v_swap_fk || format('ALTER TABLE %s DROP CONSTRAINT %I', v_c.conrelid::regclass, v_c.conname);
-		v_after := v_after || format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', v_c.conrelid::regclass,
-									 v_c.conname || '_snowflake', v_c.conname);
-		IF v_c.con_comment IS NOT NULL THEN
+		-- The new foreign key, NOT VALID, then validated: on the table, or,
+		-- for a partitioned table (which takes no NOT VALID foreign key
+		-- before PostgreSQL 18), on each of its partitions that hold rows,
+		-- as their old ones' copies are named; the swap then adds the
+		-- partitioned table's, which takes them as its partitions' rather
+		-- than checking a row again.
+		FOR v_r IN
+			WITH RECURSIVE tree(relid) AS (
+				SELECT v_c.conrelid
+				UNION ALL
+				SELECT i.inhrelid
+				  FROM pg_inherits i
+				  JOIN tree t ON i.inhparent = t.relid
+				  JOIN pg_class c ON c.oid = i.inhrelid AND c.relispartition
+			), copies(oid) AS (
+				SELECT v_c.oid
+				UNION ALL
+				SELECT x.oid FROM pg_constraint x JOIN copies y ON x.conparentid = y.oid
+			)
+			SELECT t.relid::regclass AS r,
+				   coalesce((SELECT x.conname FROM pg_constraint x JOIN copies y ON y.oid = x.oid
+							  WHERE x.conrelid = t.relid LIMIT 1), v_c.conname) AS was
+			  FROM tree t JOIN pg_class c ON c.oid = t.relid
+			 WHERE c.relkind <> 'p'
+			 ORDER BY t.relid <> v_c.conrelid, t.relid::regclass::text
+		LOOP
+			IF mode = 'check' AND EXISTS (SELECT FROM pg_constraint x WHERE x.conrelid = v_r.r
+											 AND x.conname = v_c.conname || '_snowflake') THEN
+				RAISE EXCEPTION 'constraint "%" for relation % already exists', v_c.conname || '_snowflake', v_r.r
+					USING ERRCODE = 'duplicate_object',
+						  DETAIL = 'The online conversion names its new foreign key so.',
+						  HINT = 'Rename that constraint, or convert with snowflake_convert_column().';
+			END IF;
+			RETURN QUERY SELECT 'constrain'::text, v_r.r, (v_c.conname || '_snowflake')::name,
+				format('ALTER TABLE %s ADD CONSTRAINT %I FOREIGN KEY (%s) REFERENCES %s (%s)%s NOT VALID',
+					   v_r.r, v_c.conname || '_snowflake', v_c.cols, v_c.confrelid::regclass, v_c.refcols, v_text);
+			IF v_c.convalidated THEN
+				v_validate := v_validate || format('%s|%s|ALTER TABLE %s VALIDATE CONSTRAINT %I',
+												   v_r.r::oid, v_c.conname || '_snowflake',
+												   v_r.r, v_c.conname || '_snowflake');
+			END IF;
+			v_abort := format('ALTER TABLE %s DROP CONSTRAINT IF EXISTS %I', v_r.r, v_c.conname || '_snowflake')
+					   || v_abort;
+			IF v_c.kind = 'p' THEN
+				v_fkparts := v_fkparts || format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', v_r.r,
+												 v_c.conname || '_snowflake', v_r.was);
+			ELSE
+				v_after := v_after || format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', v_r.r,
+											 v_c.conname || '_snowflake', v_c.conname);
+			END IF;
+		END LOOP;
+		IF v_c.kind = 'p' THEN
+			v_fkparts := v_fkparts || format('ALTER TABLE %s ADD CONSTRAINT %I FOREIGN KEY (%s) REFERENCES %s (%s)%s%s',
+				   v_c.conrelid::regclass, v_c.conname, v_c.oldcols, v_c.confrelid::regclass, v_c.oldrefcols, v_text,
+				   CASE WHEN v_c.convalidated THEN '' ELSE ' NOT VALID' END);
+			IF v_c.con_comment IS NOT NULL THEN
+				v_fkparts := v_fkparts || format('COMMENT ON CONSTRAINT %I ON %s IS %L', v_c.conname,
+												 v_c.conrelid::regclass, v_c.con_comment);
+			END IF;
+		ELSIF v_c.con_comment IS NOT NULL THEN
 			v_after := v_after || format('COMMENT ON CONSTRAINT %I ON %s IS %L', v_c.conname,
 										 v_c.conrelid::regclass, v_c.con_comment);
 		END IF;

@@ -15,8 +15,9 @@
 #   columns of each table sorted).
 # - abort => true after the backfill: schema and rows as before.
 # - Refused before anything changes: a table partitioned by its key, a
-#   partitioned table with a foreign key on the column, and a foreign key
-#   referencing one partition.
+#   partitioned table with a foreign key to it (partitioned tables that
+#   reference a plain one: TAP 259), and a foreign key referencing one
+#   partition.
 use strict;
 use warnings;
 
@@ -95,11 +96,7 @@ DELETE FROM orders WHERE id = :y;
 DELETE FROM shadow.orders WHERE id = :y;
 COMMIT;
 };
-my %bench = (
-	writers => start_pgbench($node, 'busy', $writer, 3, '-R', '150'),
-	probe => start_pgbench($node, 'busy', lock_probe('orders', 'items'), 1));
-$node->poll_query_until('busy', q{SELECT count(*) > 20 FROM shadow.probe_waits WHERE true})
-  or die 'the probe does not run';
+my $clients = start_writers($node, 'busy', $writer, 'orders', 'items');
 
 my $cancelled = cancel_when($node, 'busy', q{CALL snowflake_convert_column_online('orders', batch_size => 2000)},
 	q{SELECT EXISTS (SELECT FROM snowflake_online_state WHERE step = 'backfill' AND backfill_table = 3)});
@@ -112,8 +109,7 @@ my ($ret, $out, $err) = $node->psql('busy', q{CALL snowflake_convert_column_onli
 like($err, qr/step 3 of 5, index/, 'called again, it resumes and reaches the index step') or diag($err);
 like($err, qr/backfill: about \d+ rows in public.orders_0, public.orders_1, public.orders_2, public.orders_3_low, public.orders_3_other, public.items/,
 	'the backfill names its partitions');
-$node->safe_psql('busy',
-	"SELECT unnest(pending) FROM snowflake_online_conversions WHERE table_name = 'orders'::regclass \\gexec");
+run_pending($node, 'busy', 'orders');
 
 # a partition made after the validate step has no index of the
 # conversion's: the swap goes back
@@ -134,18 +130,12 @@ $node->safe_psql('busy', qq{
 ($ret, $out, $err) = $node->psql('busy', q{CALL snowflake_convert_column_online('orders')});
 like($err, qr/back to the index step.*CREATE UNIQUE INDEX CONCURRENTLY orders_3_high_pkey_snowflake/s,
 	'a partition created after the index step sends the swap back to it') or diag($err);
-$node->safe_psql('busy',
-	"SELECT unnest(pending) FROM snowflake_online_conversions WHERE table_name = 'orders'::regclass \\gexec");
+run_pending($node, 'busy', 'orders');
 ($ret, $out, $err) = $node->psql('busy', q{CALL snowflake_convert_column_online('orders')});
 like($err, qr/after the swap: ALTER TABLE public.items VALIDATE CONSTRAINT items_order_id_tenant_fkey.*now takes Snowflake ids/s,
 	'the conversion ends, the foreign key validated after the swap') or diag($err);
 
-sleep(1);
-for my $name (sort keys %bench)
-{
-	my $err = stop_pgbench($bench{$name});
-	unlike($err, qr/aborted|ERROR/, "no $name client failed") or diag($err);
-}
+stop_writers($clients);
 
 is( $node->safe_psql('busy', q{
 SELECT (SELECT count(*) FROM orders c FULL JOIN shadow.orders s ON s.id = c.id
@@ -178,19 +168,18 @@ SELECT (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT FROM orders o WHER
 	 + (SELECT count(*) FROM pg_constraint WHERE conparentid = 0 AND NOT convalidated
 			AND conrelid IN (SELECT oid FROM pg_class WHERE relname LIKE 'orders%' OR relname = 'items'))}),
 	'0', 'the foreign key holds, every index valid, every constraint validated');
-my ($probes, $longest) = probe_waits($node, 'busy');
-cmp_ok($longest, '<', 2.0, "no writer's lock waited 2 s: longest ${longest} s over $probes probes");
+check_probe($node, 'busy');
 
 # ---- the end state, and undone --------------------------------------------
 
 $node->safe_psql('offline', q{
 	CREATE TABLE orders_3_high PARTITION OF orders_3 FOR VALUES FROM (1000) TO (2000);
 	SELECT count(*) FROM snowflake_convert_column('orders');});
-# (the offline conversion's rebuild of a partitioned index gives its
-# comment to every partition's index too, which had none)
+# (before PostgreSQL 18 the offline conversion's rebuild of a partitioned
+# index gives its comment to every partition's index too, which had none:
+# left out)
 my $offline = dump_schema($node, 'offline');
-my $dropped = $offline =~ s/--\n-- Name: INDEX orders_\w+_note_id_idx; Type: COMMENT;[^\n]*\n--\n\nCOMMENT ON INDEX [^\n]*\n\n\n//g;
-is($dropped, 7, 'offline, the partitions\' indexes took the comment of their parent\'s');
+$offline =~ s/--\n-- Name: INDEX orders_\w+_note_id_idx; Type: COMMENT;[^\n]*\n--\n\nCOMMENT ON INDEX [^\n]*\n\n\n//g;
 is(dump_schema($node, 'busy'), $offline, 'the schema is the offline conversion\'s, but for the column order');
 
 my $before_schema = dump_schema($node, 'undo');
@@ -216,8 +205,8 @@ $node->safe_psql('undo', q{
 like($err, qr/DETAIL:  Column "id" is in the partition key of table public.by_id, and PostgreSQL cannot change the type/,
 	'a table partitioned by its key is refused');
 ($ret, $out, $err) = $node->psql('undo', q{CALL snowflake_convert_column_online('orders')});
-like($err, qr/DETAIL:  Foreign key "logs_order_id_tenant_fkey" is declared on partitioned table public.logs/,
-	'a partitioned table with a foreign key on the column is refused');
+like($err, qr/DETAIL:  Foreign key "logs_order_id_tenant_fkey" of partitioned table public.logs references partitioned table public.orders/,
+	'a partitioned table with a foreign key to it is refused');
 $node->safe_psql('undo', q{DROP TABLE logs; CREATE TABLE audit (order_id integer, tenant integer, FOREIGN KEY (order_id, tenant) REFERENCES orders_1)});
 ($ret, $out, $err) = $node->psql('undo', q{CALL snowflake_convert_column_online('orders')});
 like($err, qr/DETAIL:  Foreign key "audit_order_id_tenant_fkey" of table public.audit references partition public.orders_1, not its partitioned table/,

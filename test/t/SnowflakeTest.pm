@@ -25,7 +25,8 @@ our @EXPORT =
   clock_behind_id clock_right kill_server stream_ids stream_largest
   lease_coordinator lease_coordinator_setup lease_node wait_for_lease freeze_server thaw_server
   draw_to_file repeated_ids require_password write_passfile utf8_init capture_proxy
-  public_id_pairs decoded_pairs install_without_snowflake start_pgbench stop_pgbench lock_probe cancel_when probe_waits dump_schema);
+  public_id_pairs decoded_pairs install_without_snowflake start_pgbench stop_pgbench lock_probe cancel_when probe_waits dump_schema
+  start_writers stop_writers check_probe run_pending);
 
 # initdb's options for every test server, %init and its extra with them:
 # UTF-8 and a fixed locale, whatever the machine's (a minimal system with no
@@ -383,6 +384,49 @@ sub start_pgbench
 			'-c', $clients, '-j', $clients, @opts, '-f', $file, $db ],
 		'>', \$b{out}, '2>', \$b{err});
 	return \%b;
+}
+
+# 3 pgbench clients running the writer script $writer (150 transactions a
+# second in all) and a lock probe on @tables (lock_probe()), on database
+# $db; returns their handles, for stop_writers(), once the probe runs.
+sub start_writers
+{
+	my ($node, $db, $writer, @tables) = @_;
+	my %b = (
+		writers => start_pgbench($node, $db, $writer, 3, '-R', '150'),
+		probe => start_pgbench($node, $db, lock_probe(@tables), 1));
+	$node->poll_query_until($db, q{SELECT count(*) > 20 FROM shadow.probe_waits WHERE true})
+	  or die 'the probe does not run';
+	return \%b;
+}
+
+# Stop the clients of start_writers() a second later: a test per client,
+# which fails if it failed.
+sub stop_writers
+{
+	my ($b) = @_;
+	sleep(1);
+	for my $name (sort keys %$b)
+	{
+		my $err = stop_pgbench($b->{$name});
+		Test::More::unlike($err, qr/aborted|ERROR/, "no $name client failed") or Test::More::diag($err);
+	}
+}
+
+# A test that no probe of lock_probe() on database $db waited 2 s.
+sub check_probe
+{
+	my ($node, $db) = @_;
+	my ($probes, $longest) = probe_waits($node, $db);
+	Test::More::cmp_ok($longest, '<', 2.0, "no writer's lock waited 2 s: longest ${longest} s over $probes probes");
+}
+
+# Run the index statements that the online conversion of $table lists.
+sub run_pending
+{
+	my ($node, $db, $table) = @_;
+	$node->safe_psql($db,
+		"SELECT unnest(pending) FROM snowflake_online_conversions WHERE table_name = '$table'::regclass \\gexec");
 }
 
 # Stop a pgbench of start_pgbench(); returns what it printed on stderr.
