@@ -1837,13 +1837,15 @@ BEGIN
 									  v_c.conname, v_c.conrelid::regclass),
 					  HINT = v_offline;
 		END IF;
-		-- (both partitioned: the new foreign key would need the swap's
-		-- key, and, before PostgreSQL 18, a partitioned table takes no
-		-- NOT VALID foreign key, so it would be checked under its locks)
-		IF v_refuse AND v_c.kind = 'p' AND v_c.refkind = 'p' THEN
+		-- (both partitioned: the new foreign key needs the swap's key, so
+		-- the swap adds it NOT VALID, as below, which a partitioned table
+		-- takes only from PostgreSQL 18 on; before, it would be checked
+		-- under the swap's locks)
+		IF v_refuse AND v_c.kind = 'p' AND v_c.refkind = 'p'
+		   AND current_setting('server_version_num')::int4 < 180000 THEN
 			RAISE EXCEPTION 'cannot convert column "%" of table % online', col, tbl
 				USING ERRCODE = 'feature_not_supported',
-					  DETAIL = format('Foreign key "%s" of partitioned table %s references partitioned table %s, and the online conversion cannot make it again without checking every row under its locks.',
+					  DETAIL = format('Foreign key "%s" of partitioned table %s references partitioned table %s, and before PostgreSQL 18 the online conversion cannot make it again without checking every row under its locks.',
 									  v_c.conname, v_c.conrelid::regclass, v_c.confrelid::regclass),
 					  HINT = v_offline;
 		END IF;
