@@ -13,8 +13,10 @@
 -- Steps, each in transactions of its own (a procedure can COMMIT):
 --   add       the shadow columns, their NOT VALID not-null checks and the
 --             triggers, in one transaction under lock_timeout;
---   backfill  batches in primary-key order, one transaction each, then a
---             sweep of the rows a batch skipped;
+--   backfill  batches in primary-key order (by block for a table without
+--             one; a partitioned table's partitions one after another),
+--             one transaction each, then a sweep of the rows a batch
+--             skipped;
 --   index     CREATE INDEX CONCURRENTLY of every index on a shadowed
 --             column: a procedure cannot run it (PostgreSQL refuses it in a
 --             function or procedure, whose statements are never top-level),
@@ -41,9 +43,10 @@ COMMENT ON FUNCTION snowflake_convert_sync() IS
 
 -- One row per conversion in progress.  rels and atts are the closure when
 -- the conversion began (the procedure refuses to go on if it changes);
--- backfill_tables the tables with shadow columns, backfill_table the one
--- being filled, backfill_after the primary key of its last batch (as
--- text).
+-- backfill_tables the tables with shadow columns that hold rows (of a
+-- partitioned table, its partitions), backfill_table the one being
+-- filled, backfill_after the primary key of its last batch, or its last
+-- block (as text).
 CREATE TABLE snowflake_online_state (
 	tbl regclass PRIMARY KEY,
 	col name NOT NULL,
