@@ -135,6 +135,10 @@ run_pending($node, 'busy', 'orders');
 like($err, qr/after the swap: ALTER TABLE public.items VALIDATE CONSTRAINT items_order_id_tenant_fkey.*now takes Snowflake ids/s,
 	'the conversion ends, the foreign key validated after the swap') or diag($err);
 
+# (the writers go on until they have written rows with Snowflake ids: on a busy
+# machine the swap can end before they get many transactions in)
+$node->poll_query_until('busy', q{SELECT count(*) > 20 FROM orders WHERE id > 1000000})
+  or diag('the writers wrote few rows after the swap');
 stop_writers($clients);
 
 is( $node->safe_psql('busy', q{

@@ -101,6 +101,10 @@ run_pending($node, 'busy', 'customers');
 ($ret, $out, $err) = $node->psql('busy', q{CALL snowflake_convert_column_online('customers')});
 like($err, qr/now takes Snowflake ids/, 'the conversion ends') or diag($err);
 
+# (the writers go on until they have written rows with Snowflake ids: on a busy
+# machine the swap can end before they get many transactions in)
+$node->poll_query_until('busy', q{SELECT count(*) > 20 FROM visits WHERE customer_id > 1000000})
+  or diag('the writers wrote few rows after the swap');
 stop_writers($clients);
 
 is( $node->safe_psql('busy', q{
