@@ -5,7 +5,7 @@ MODULE_big = snowflake
 OBJS = src/snowflake.o src/layout.o src/decision.o src/config.o src/generator.o src/mark.o \
 	src/markwriter.o src/lease.o src/functions.o src/uuidv7.o \
 	src/ff1.o src/idtext.o src/publicid.o src/convert.o src/asowner.o src/leaselog.o src/leasechain.o src/keywrap.o \
-	src/rootkey.o src/keyfile.o
+	src/rootkey.o src/keyfile.o src/leasecoord.o
 
 # The install script is assembled from one file per concern (sql/install/),
 # in this order; the upgrade scripts are kept by hand, each frozen at its

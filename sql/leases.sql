@@ -166,6 +166,16 @@ SELECT count(*) FROM snowflake_lease_claim('chain', array_fill(pg_temp.s(6), ARR
 SELECT renewed FROM snowflake_lease_renew(40, ARRAY[pg_temp.s(6)], NULL, 60000, 0);
 SELECT renewed FROM snowflake_lease_renew(NULL, ARRAY[pg_temp.s(6)], pg_temp.h(7), 60000, 0);
 SELECT renewed FROM snowflake_lease_renew(40, ARRAY[pg_temp.s(6)], pg_temp.h(7), 499, 0);
+-- the renewal plans its statement once per session, and again when the
+-- extension moves to another schema or its schema is renamed
+CREATE SCHEMA sfl;
+ALTER EXTENSION snowflake SET SCHEMA sfl;
+SELECT renewed FROM sfl.snowflake_lease_renew(40, ARRAY[pg_temp.s(6)], pg_temp.h(7), 60000, :now_ms + 1000);
+ALTER SCHEMA sfl RENAME TO sfl2;
+SELECT renewed FROM sfl2.snowflake_lease_renew(40, ARRAY[pg_temp.s(7)], pg_temp.h(8), 60000, :now_ms + 1000);
+ALTER EXTENSION snowflake SET SCHEMA public;
+DROP SCHEMA sfl2;
+SELECT renewed FROM snowflake_lease_renew(40, ARRAY[pg_temp.s(8)], pg_temp.h(6), 60000, :now_ms + 1000);
 -- (typed: an untyped array literal would call 0.3.0's release, of a token)
 SELECT snowflake_lease_release(40, NULL::text[], 0);
 SELECT snowflake_lease_release(40, '{}'::text[], -1);

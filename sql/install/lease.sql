@@ -49,11 +49,18 @@ CREATE TABLE snowflake_lease (
 	renewed_at timestamptz,
 	released_at timestamptz,
 	claimed_by name,
-	token_hash bytea UNIQUE
+	token_hash bytea
 );
 
 COMMENT ON TABLE snowflake_lease IS
 'worker-id leases of the servers this coordinator serves';
+
+-- No index on token_hash: every renewal changes it, and an index on it
+-- would make each renewal write a new entry in every index of the table
+-- (no HOT update), which a coordinator of a thousand servers pays a
+-- thousand times per TTL.  A lookup by hash alone, a claim taking its own
+-- lease back, reads at most the table's 65536 rows; renewals and releases
+-- find their row by node.
 
 -- Rows survive pg_dump and restore: losing a horizon would unfence a worker id.
 SELECT pg_catalog.pg_extension_config_dump('snowflake_lease', '');
@@ -332,7 +339,8 @@ COMMENT ON FUNCTION _snowflake_lease_take(text, bytea[], bytea, integer[], integ
 -- What a renewal does: only the holder's secret and role renew it, lapsed
 -- or not (a lapsed lease nobody claimed is still its holder's); anyone
 -- else learns nothing, not even whether the row exists.  Internal, as
--- _snowflake_lease_take.
+-- _snowflake_lease_take; 0.3.0's renewal calls it, and 0.4.0's runs the
+-- same statement in C (src/leasecoord.c).
 CREATE FUNCTION _snowflake_lease_extend(
 	node integer,
 	hashes bytea[],
@@ -457,6 +465,10 @@ $$;
 COMMENT ON FUNCTION snowflake_lease_claim(text, text[], bytea, integer[], integer[], integer, integer, bigint) IS
 'claim a free worker id among the ranges, or take back the lease of one of the proofs; next_hash is the hash of the secret of the next call; no row if none is free';
 
+-- The renewal, the call a fleet makes most, is C (src/leasecoord.c): the
+-- same checks as the claim's and the release's, in that order (proofs,
+-- next hash, NULLs, bounds), and the statement of _snowflake_lease_extend,
+-- planned once per session instead of four dynamic statements per call.
 CREATE FUNCTION snowflake_lease_renew(
 	node integer,
 	proofs text[],
@@ -467,22 +479,9 @@ CREATE FUNCTION snowflake_lease_renew(
 	OUT horizon_ms bigint,
 	OUT expires_at timestamptz)
 RETURNS record
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-	ext name := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-				  WHERE e.extname = 'snowflake');
-	hashes bytea[];
-BEGIN
-	EXECUTE format('SELECT %I._snowflake_lease_proofs($1::pg_catalog.text[], $2::pg_catalog.bytea)', ext)
-		INTO hashes USING proofs, coalesce(next_hash, ''::pg_catalog.bytea);
-	EXECUTE format('SELECT * FROM %I._snowflake_lease_extend($1::pg_catalog.int4, $2::pg_catalog.bytea[], '
-				   '$3::pg_catalog.bytea, $4::pg_catalog.int4, $5::pg_catalog.int8)', ext)
-		INTO renewed, horizon_ms, expires_at
-		USING $1, hashes, next_hash, ttl_ms, wanted_horizon_ms;
-END
-$$;
+AS 'MODULE_PATHNAME', 'snowflake_lease_renew'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
 
 COMMENT ON FUNCTION snowflake_lease_renew(integer, text[], bytea, integer, bigint) IS
 'renew the lease held by one of the proofs, recording a horizon at least that far; next_hash is the hash of the secret of the next call; renewed is false otherwise';
