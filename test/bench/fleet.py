@@ -4,7 +4,8 @@ Each simulated server speaks the lease client's protocol (src/lease.c):
 its own connection; the session's settings as lease_session_start() sets
 them (search_path, statement_timeout and lock_timeout from the TTL); the
 extension's schema looked up once; before every call the check that the
-session would log no secret (pg_settings); a claim of a worker id among
+session would log no secret (pg_settings at the session's first call and
+after a reload, pg_conf_load_time() otherwise); a claim of a worker id among
 0-1023, then a renewal every TTL / 3 from the moment the previous call
 was sent, each proving the current secret of the chain and registering
 the hash of the next (SHA-256 of 16 random bytes); a claim again when a
@@ -106,11 +107,18 @@ class Fleet:
             schema = (await cur.fetchone())[0]
             schema_id = '"' + schema.replace('"', '""') + '"'
 
+            checked = [None]    # pg_conf_load_time() of the last full check
+
             async def check():
+                if checked[0] is not None:
+                    cur = await conn.execute("SELECT pg_catalog.pg_conf_load_time()")
+                    if (await cur.fetchone())[0] == checked[0]:
+                        return
                 cur = await conn.execute(
-                    "SELECT s.name, s.setting, current_user FROM pg_catalog.pg_settings s "
+                    "SELECT s.name, s.setting, current_user, pg_catalog.pg_conf_load_time() "
+                    "FROM pg_catalog.pg_settings s "
                     "WHERE s.name OPERATOR(pg_catalog.=) ANY (%s::pg_catalog.text[])", (LOGGING_SETTINGS,))
-                await cur.fetchall()
+                checked[0] = (await cur.fetchall())[0][3]
 
             def chain():
                 secret = os.urandom(16).hex()
