@@ -35,7 +35,7 @@ REGRESS = layout layouts api errors reserved_prefix shards uuidv7 convert leases
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=$(TEST_CONF) --encoding=UTF8
 
 ISOLATION = concurrent shards_concurrent uuidv7_concurrent many_sessions \
-	convert_race causal_order public_keys
+	convert_race causal_order public_keys lease_claims
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_isolation \
 	--temp-config=$(TEST_CONF) --encoding=UTF8
 
