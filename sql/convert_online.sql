@@ -305,6 +305,102 @@ SELECT to_regclass('shop.labels_id_seq') AS labels_sequence;
 SELECT count(*) AS labels, count(*) FILTER (WHERE t.id IS NOT NULL) AS referencing
   FROM shop.labels l LEFT JOIN shop.tickets t ON t.id = l.ticket_id;
 
+-- Partitions attached, created or detached during a conversion: before
+-- each step the procedure compares the tables to backfill with the
+-- catalogs.  A table attached brings rows whose shadow columns nothing set
+-- (it needs the shadow column and the checks, NOT VALID, to be attached at
+-- all): its rows are backfilled, from a later step too; one detached leaves
+-- the conversion, with the hint of what to drop.
+CREATE TABLE shop.visits (id serial, day date NOT NULL, note text, PRIMARY KEY (id, day)) PARTITION BY RANGE (day);
+CREATE TABLE shop.visits_2020 PARTITION OF shop.visits FOR VALUES FROM ('2020-01-01') TO ('2021-01-01');
+CREATE TABLE shop.visits_2021 PARTITION OF shop.visits FOR VALUES FROM ('2021-01-01') TO ('2022-01-01');
+CREATE TABLE shop.visits_2024 PARTITION OF shop.visits FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+CREATE TABLE shop.marks (id serial PRIMARY KEY, visit_id integer, day date, FOREIGN KEY (visit_id, day) REFERENCES shop.visits);
+INSERT INTO shop.visits (day, note) SELECT '2020-01-01'::date + g % 730, 'v' || g FROM generate_series(1, 300) g;
+INSERT INTO shop.visits (day, note) SELECT '2024-01-01'::date + g, 'w' || g FROM generate_series(1, 20) g;
+INSERT INTO shop.marks (visit_id, day) SELECT id, day FROM shop.visits WHERE id % 3 = 0 AND day < '2024-01-01';
+-- (an audit trigger on the partitioned table, which PostgreSQL gives each
+-- partition, attached ones too: it records the writers' updates, never the
+-- backfill's)
+CREATE TABLE shop.visit_audit (id integer, note text);
+CREATE FUNCTION shop.visit_audit() RETURNS trigger LANGUAGE plpgsql
+	AS $$BEGIN INSERT INTO shop.visit_audit VALUES (NEW.id, NEW.note); RETURN NULL; END$$;
+CREATE TRIGGER visits_audit AFTER UPDATE ON shop.visits FOR EACH ROW EXECUTE FUNCTION shop.visit_audit();
+CREATE TABLE shop.visits_2022 (LIKE shop.visits INCLUDING DEFAULTS);
+INSERT INTO shop.visits_2022 (day, note) SELECT '2022-01-01'::date + g, 'a' || g FROM generate_series(0, 49) g;
+ALTER TABLE shop.visits_2022 ADD PRIMARY KEY (id, day);
+CREATE TABLE shop.visits_2019 (LIKE shop.visits_2022 INCLUDING DEFAULTS);
+INSERT INTO shop.visits_2019 (day, note) SELECT '2019-01-01'::date + g, 'b' || g FROM generate_series(0, 9) g;
+ALTER TABLE shop.visits_2019 ADD PRIMARY KEY (id, day);
+CREATE TEMP TABLE visits_before AS SELECT * FROM shop.visits UNION ALL SELECT * FROM shop.visits_2022
+	UNION ALL SELECT * FROM shop.visits_2019;
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('shop.visits', stop_after => 'add');
+RESET client_min_messages;
+ALTER TABLE shop.visits_2022 ADD COLUMN id_snowflake bigint,
+	ADD CONSTRAINT id_snowflake_not_null CHECK (id_snowflake IS NOT NULL) NOT VALID,
+	ADD CONSTRAINT id_snowflake_equal CHECK (id_snowflake IS NOT DISTINCT FROM id) NOT VALID;
+ALTER TABLE shop.visits ATTACH PARTITION shop.visits_2022 FOR VALUES FROM ('2022-01-01') TO ('2023-01-01');
+ALTER TABLE shop.visits DETACH PARTITION shop.visits_2024;
+CREATE TABLE shop.visits_2023 PARTITION OF shop.visits FOR VALUES FROM ('2023-01-01') TO ('2024-01-01');
+INSERT INTO shop.visits (day, note) VALUES ('2023-03-01', 'new');
+INSERT INTO visits_before SELECT id, day, note FROM shop.visits_2023;
+UPDATE shop.visits SET note = note || '!' WHERE note IN ('v7', 'a3');
+UPDATE visits_before SET note = note || '!' WHERE note IN ('v7', 'a3');
+-- (stop_after => 'add': only what is followed before the next step)
+CALL sfx.snowflake_convert_column_online('shop.visits', stop_after => 'add');
+SELECT backfill_tables, step FROM sfx.snowflake_online_state WHERE tbl = 'shop.visits'::regclass;
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('shop.visits', stop_after => 'backfill');
+RESET client_min_messages;
+SELECT count(*) AS visits, count(*) FILTER (WHERE id_snowflake IS DISTINCT FROM id) AS unset FROM shop.visits;
+-- attached after the backfill: back to it
+ALTER TABLE shop.visits_2019 ADD COLUMN id_snowflake bigint,
+	ADD CONSTRAINT id_snowflake_not_null CHECK (id_snowflake IS NOT NULL) NOT VALID,
+	ADD CONSTRAINT id_snowflake_equal CHECK (id_snowflake IS NOT DISTINCT FROM id) NOT VALID;
+ALTER TABLE shop.visits ATTACH PARTITION shop.visits_2019 FOR VALUES FROM ('2019-01-01') TO ('2020-01-01');
+CALL sfx.snowflake_convert_column_online('shop.visits', stop_after => 'add');
+SELECT backfill_tables, step FROM sfx.snowflake_online_state WHERE tbl = 'shop.visits'::regclass;
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('shop.visits');
+SELECT unnest(pending) FROM sfx.snowflake_online_conversions \gexec
+CALL sfx.snowflake_convert_column_online('shop.visits');
+RESET client_min_messages;
+SELECT c.relname, format_type(a.atttypid, a.atttypmod) AS id_type
+  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+ WHERE c.relnamespace = 'shop'::regnamespace AND c.relname LIKE 'visits%' AND c.relkind IN ('r', 'p')
+   AND a.attname = 'id'
+ ORDER BY 1;
+SELECT (SELECT count(*) FROM shop.visits) AS visits,
+	   (SELECT count(*) FROM (SELECT * FROM visits_before WHERE day < '2024-01-01') b
+			   FULL JOIN shop.visits v USING (id, day, note)
+		 WHERE b.id IS NULL OR v.id IS NULL) AS differ,
+	   (SELECT count(*) FROM shop.visits_2024) AS left_detached;
+SELECT note FROM shop.visit_audit ORDER BY note;
+-- (where the backfill goes on when a table before it, or its own, leaves)
+CREATE TABLE shop.days (id serial, day date NOT NULL, PRIMARY KEY (id, day)) PARTITION BY LIST (day);
+CREATE TABLE shop.days_a PARTITION OF shop.days FOR VALUES IN ('2020-01-01');
+CREATE TABLE shop.days_b PARTITION OF shop.days FOR VALUES IN ('2020-01-02');
+CREATE TABLE shop.days_c PARTITION OF shop.days FOR VALUES IN ('2020-01-03');
+CREATE TABLE shop.days_d PARTITION OF shop.days FOR VALUES IN ('2020-01-04');
+INSERT INTO shop.days (day) SELECT '2020-01-01'::date + g % 4 FROM generate_series(0, 39) g;
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('shop.days', stop_after => 'add');
+RESET client_min_messages;
+-- (as a call cancelled in the middle of days_c leaves the row)
+UPDATE sfx.snowflake_online_state SET backfill_table = 3, backfill_after = '{22,2020-01-03}'
+ WHERE tbl = 'shop.days'::regclass;
+ALTER TABLE shop.days DETACH PARTITION shop.days_b;
+SELECT sfx._snowflake_online_follow('shop.days', 'sfx');
+SELECT backfill_tables, backfill_table, backfill_after FROM sfx.snowflake_online_state WHERE tbl = 'shop.days'::regclass;
+ALTER TABLE shop.days DETACH PARTITION shop.days_c;
+SELECT sfx._snowflake_online_follow('shop.days', 'sfx');
+SELECT backfill_tables, backfill_table, backfill_after FROM sfx.snowflake_online_state WHERE tbl = 'shop.days'::regclass;
+SELECT sfx._snowflake_online_follow('shop.days', 'sfx') AS changed;
+SET client_min_messages = warning;
+CALL sfx.snowflake_convert_column_online('shop.days', abort => true);
+RESET client_min_messages;
+
 SET client_min_messages = warning;
 DROP SCHEMA shop CASCADE;
 RESET client_min_messages;

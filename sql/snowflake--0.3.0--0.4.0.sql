@@ -2175,9 +2175,7 @@ DECLARE
 BEGIN
 	IF rels IS NULL OR atts IS NULL OR backfill_tables IS NULL
 	   OR cardinality(rels) IS DISTINCT FROM cardinality(atts) OR cardinality(rels) = 0
-	   OR rels[1] IS DISTINCT FROM tbl OR atts[1] IS DISTINCT FROM col
-	   OR EXISTS (SELECT FROM unnest(backfill_tables) AS b(t)
-				   WHERE NOT coalesce(pg_partition_root(b.t), b.t) = ANY (rels)) THEN
+	   OR rels[1] IS DISTINCT FROM tbl OR atts[1] IS DISTINCT FROM col THEN
 		v_problem := 'its tables and columns do not start with the table''s own, or do not match';
 	ELSE
 		BEGIN
@@ -2208,7 +2206,7 @@ BEGIN
 		   INTO v_mark USING tbl;
 		SELECT c.oid::regclass INTO v_bad
 		  FROM pg_class c
-		 WHERE (c.oid = ANY (backfill_tables::oid[])
+		 WHERE ((c.oid = ANY (backfill_tables::oid[]) AND coalesce(pg_partition_root(c.oid), c.oid::regclass) = ANY (rels))
 				OR EXISTS (SELECT FROM unnest(rels::oid[], atts) AS s(r, a)
 							 JOIN pg_attribute a ON a.attrelid = s.r AND a.attname = s.a AND NOT a.attisdropped
 							WHERE s.r = c.oid AND a.atttypid <> 'int8'::regtype))
@@ -2380,6 +2378,135 @@ BEGIN
 	RETURN extract(epoch FROM clock_timestamp() - v_locked);
 END;
 $swap$;
+
+-- The tables whose rows the backfill sets: of each table of the closure
+-- whose column is not bigint yet (a root), the table itself or, for a
+-- partitioned one, its partitions that hold rows, at every level; tbl's
+-- first, then by name.  And the roots.  From the catalogs as they are now.
+CREATE FUNCTION _snowflake_online_leaves(tbl regclass, rels oid[], atts name[], OUT tables oid[], OUT roots oid[])
+RETURNS record
+LANGUAGE sql
+STABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $leaves$
+WITH RECURSIVE r(t) AS (
+	SELECT DISTINCT rels[k.n]
+	  FROM generate_subscripts(rels, 1) AS k(n)
+	  JOIN pg_attribute a ON a.attrelid = rels[k.n] AND a.attname = atts[k.n] AND NOT a.attisdropped
+	 WHERE a.atttypid <> 'int8'::regtype
+), tree(root, relid) AS (
+	SELECT r.t, r.t FROM r
+	UNION ALL
+	SELECT tr.root, i.inhrelid
+	  FROM tree tr
+	  JOIN pg_inherits i ON i.inhparent = tr.relid
+	  JOIN pg_class c ON c.oid = i.inhrelid AND c.relispartition
+)
+SELECT coalesce(array_agg(tr.relid ORDER BY tr.root <> tbl::oid, tr.root::regclass::text, tr.relid::regclass::text)
+					FILTER (WHERE c.relkind <> 'p'), '{}'),
+	   (SELECT coalesce(array_agg(r.t), '{}') FROM r)
+  FROM tree tr JOIN pg_class c ON c.oid = tr.relid
+$leaves$;
+
+COMMENT ON FUNCTION _snowflake_online_leaves(regclass, oid[], name[]) IS
+'internal to snowflake_convert_column_online(): the tables the backfill sets, and the tables they belong to';
+
+-- Partitions attached, created, detached or dropped since the conversion
+-- began, followed, before each step: a partition of a converted table that
+-- the state row does not list joins the backfill, its trigger (the
+-- partitioned table's, which PostgreSQL gives every partition) marked as
+-- the add step marks the others, and a conversion past the backfill goes
+-- back to it (an attached table brings rows whose shadow columns nothing
+-- set, and none of the index step's indexes); a listed table that is no
+-- longer one leaves the row, with a NOTICE of what the conversion left on
+-- it.  The new tables come from the catalogs, never from the row.  Returns
+-- whether the row changed.
+CREATE FUNCTION _snowflake_online_follow(tbl regclass, nsp name)
+RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $follow$
+DECLARE
+	v_state record;
+	v_now oid[];
+	v_kept oid[];
+	v_gone oid[];
+	v_new oid[];
+	v_mark text;
+	v_pos integer;
+	v_after text[];
+	v_step text;
+	v_t oid;
+	v_left text;
+	v_rows bigint;
+BEGIN
+	EXECUTE format('SELECT * FROM %I.snowflake_online_state WHERE tbl = $1 FOR UPDATE', nsp) INTO v_state USING tbl;
+	IF v_state.tbl IS NULL THEN
+		RETURN false;
+	END IF;
+	EXECUTE format('SELECT l.tables FROM %I._snowflake_online_leaves($1::pg_catalog.regclass,
+			$2::pg_catalog.oid[], $3::pg_catalog.name[]) AS l', nsp)
+	   INTO v_now USING tbl, v_state.rels::oid[], v_state.atts;
+	SELECT coalesce(array_agg(b.t ORDER BY b.n) FILTER (WHERE b.t = ANY (v_now)), '{}'),
+		   coalesce(array_agg(b.t ORDER BY b.n) FILTER (WHERE NOT b.t = ANY (v_now)), '{}')
+	  INTO v_kept, v_gone
+	  FROM unnest(v_state.backfill_tables::oid[]) WITH ORDINALITY AS b(t, n);
+	v_new := ARRAY(SELECT x.t FROM unnest(v_now) WITH ORDINALITY AS x(t, n)
+					WHERE NOT x.t = ANY (v_state.backfill_tables::oid[]) ORDER BY x.n);
+	IF v_gone = '{}' AND v_new = '{}' THEN
+		RETURN false;
+	END IF;
+	-- where the backfill goes on: at the table it was at, if still there;
+	-- else the next one; a new table sends a later step back to it
+	v_t := v_state.backfill_tables[v_state.backfill_table];
+	v_step := v_state.step;
+	v_after := NULL;
+	IF v_step = 'backfill' AND v_t = ANY (v_kept) THEN
+		v_pos := array_position(v_kept, v_t);
+		v_after := v_state.backfill_after;
+	ELSIF v_step = 'backfill' THEN
+		v_pos := 1 + (SELECT count(*) FROM unnest(v_state.backfill_tables[1:v_state.backfill_table - 1]) AS b(t)
+					   WHERE b.t = ANY (v_kept));
+	ELSE
+		v_pos := cardinality(v_kept) + 1;
+		IF v_new <> '{}' THEN
+			v_step := 'backfill';
+		END IF;
+	END IF;
+	EXECUTE format('SELECT %I._snowflake_online_mark($1::pg_catalog.timestamptz)', nsp)
+	   INTO v_mark USING v_state.started_at;
+	FOREACH v_t IN ARRAY v_new LOOP
+		EXECUTE format('COMMENT ON TRIGGER zz_snowflake_sync ON %s IS %L', v_t::regclass, v_mark);
+	END LOOP;
+	SELECT coalesce(sum(greatest(c.reltuples, 0)), 0)::bigint INTO v_rows FROM pg_class c WHERE c.oid = ANY (v_new);
+	EXECUTE format('UPDATE %I.snowflake_online_state
+					   SET backfill_tables = $2::pg_catalog.oid[]::pg_catalog.regclass[], backfill_table = $3,
+						   backfill_after = $4, step = $5, rows_estimated = rows_estimated + $6, updated_at = now()
+					 WHERE tbl = $1', nsp)
+	   USING tbl, v_kept || v_new, v_pos, v_after, v_step, v_rows;
+	FOREACH v_t IN ARRAY v_new LOOP
+		RAISE NOTICE 'table % became a partition of the conversion''s tables since it began: its rows are backfilled%',
+			v_t::regclass, CASE WHEN v_state.step <> 'backfill' THEN ' (back to the backfill step)' ELSE '' END;
+	END LOOP;
+	FOREACH v_t IN ARRAY v_gone LOOP
+		-- (a dropped one: nothing to say)
+		CONTINUE WHEN NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = v_t);
+		SELECT string_agg(format('DROP COLUMN %I', a.attname), ', ' ORDER BY a.attnum) INTO v_left
+		  FROM pg_attribute a
+		 WHERE a.attrelid = v_t AND NOT a.attisdropped
+		   AND a.attname IN (SELECT s.a || '_snowflake' FROM unnest(v_state.atts) AS s(a));
+		RAISE NOTICE 'table % is no longer a partition of the conversion''s tables: the conversion leaves it', v_t::regclass
+			USING HINT = CASE WHEN v_left IS NULL THEN 'Nothing of the conversion is left on it.'
+							  ELSE format('Its shadow columns, their checks and indexes are left on it: ALTER TABLE %s %s.',
+										  v_t::regclass, v_left) END;
+	END LOOP;
+	RETURN true;
+END
+$follow$;
+
+COMMENT ON FUNCTION _snowflake_online_follow(regclass, name) IS
+'internal to snowflake_convert_column_online(): the partitions attached or detached since the conversion began';
 
 CREATE OR REPLACE PROCEDURE snowflake_convert_column_online(
 	tbl regclass,
@@ -2618,6 +2745,16 @@ BEGIN
 					$2::pg_catalog.name, $3::pg_catalog.regclass[], $4::pg_catalog.name[],
 					$5::pg_catalog.regclass[], $6::pg_catalog.name, true::pg_catalog.bool)', v_nsp)
 			   USING tbl, v_state.col, v_state.rels, v_state.atts, v_state.backfill_tables, v_nsp;
+			-- (partitions attached or detached since: _snowflake_online_follow())
+			IF NOT abort THEN
+				EXECUTE format('SELECT %I._snowflake_online_follow($1::pg_catalog.regclass, $2::pg_catalog.name)', v_nsp)
+				   INTO v_bool USING tbl, v_nsp;
+				IF v_bool THEN
+					COMMIT;
+					PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+					CONTINUE steps;
+				END IF;
+			END IF;
 		END IF;
 		-- (the step to do next, from 1, against the last one to do)
 		v_n := coalesce(array_position(ARRAY['backfill', 'index', 'validate', 'swap'], v_state.step::text) + 1, 1);
@@ -2765,25 +2902,9 @@ BEGIN
 				-- vacuumed nor analyzed (a new one, likely small)
 				-- (of a partitioned table, its partitions that hold rows,
 				-- at every level, by name)
-				WITH RECURSIVE roots(t) AS (
-					SELECT DISTINCT v_rels[k.n]
-					  FROM generate_subscripts(v_rels, 1) AS k(n)
-					  JOIN pg_attribute a ON a.attrelid = v_rels[k.n] AND a.attname = v_atts[k.n]
-					 WHERE a.atttypid <> 'int8'::regtype
-				), tree(root, relid) AS (
-					SELECT r.t, r.t FROM roots r
-					UNION ALL
-					SELECT tr.root, i.inhrelid
-					  FROM tree tr
-					  JOIN pg_inherits i ON i.inhparent = tr.relid
-					  JOIN pg_class c ON c.oid = i.inhrelid AND c.relispartition
-				)
-				SELECT coalesce(array_agg(tr.relid ORDER BY tr.root <> tbl::oid, tr.root::regclass::text,
-										  tr.relid::regclass::text), '{}'),
-					   (SELECT coalesce(array_agg(r.t), '{}') FROM roots r)
-				  INTO v_tables, v_roots
-				  FROM tree tr JOIN pg_class c ON c.oid = tr.relid
-				 WHERE c.relkind <> 'p';
+				EXECUTE format('SELECT l.tables, l.roots FROM %I._snowflake_online_leaves($1::pg_catalog.regclass,
+						$2::pg_catalog.oid[], $3::pg_catalog.name[]) AS l', v_nsp)
+				   INTO v_tables, v_roots USING tbl, v_rels, v_atts;
 				v_n := 0;
 				FOR v_r IN SELECT c.oid::regclass AS r, c.reltuples, c.relpages FROM pg_class c WHERE c.oid = ANY (v_tables) LOOP
 					IF v_r.reltuples > 0 OR (v_r.reltuples = 0 AND v_r.relpages > 0) THEN
