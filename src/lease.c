@@ -53,11 +53,16 @@
  *
  * The client talks to the coordinator with libpq, non-blocking, waiting on
  * its latch and the socket, so that shutdown and reload are never held up
- * by the network; no lock is held across any of it.  Each session on the
- * coordinator runs with a statement_timeout and a lock_timeout shorter than
- * the client's own wait, so that a call ends there before the client gives
- * up on it; a call the client gave up on all the same (a network stall) is
- * terminated on the coordinator by the next session, before its first call.
+ * by the network; no lock is held across any of it.  Each call is one
+ * transaction on the coordinator, which sets what it needs for itself
+ * (SET LOCAL: search_path, a statement_timeout and a lock_timeout shorter
+ * than the client's own wait, an idle_in_transaction_session_timeout) and
+ * checks the session's logging before the call's secrets are sent, so a
+ * transaction-pooling pgbouncer may stand between: a session state of the
+ * coordinator's is never relied on.  The client commits only once the
+ * call's answer is in: a call it gave up on (a stall, a timeout) never
+ * commits, and ends on the coordinator by those timeouts, or as soon as
+ * its backend finds the connection gone.
  *
  * Locking: the lease's shared state (LeaseShared) is under one LWLock
  * (tranche "snowflake_lease"): its reason and coordinator are formatted
@@ -623,24 +628,12 @@ typedef struct LeaseHeld
 	int64		renew_at_us;	/* when to send the next renewal */
 } LeaseHeld;
 
-/* A backend of the coordinator, as its pid and start time */
-typedef struct LeaseBackend
-{
-	int32		pid;			/* 0: none */
-	int64		started_us;
-} LeaseBackend;
-
 static PGconn *lease_conn = NULL;
-static int	lease_conn_ttl;		/* the TTL its timeouts were set for */
 static char *lease_schema;		/* the extension's schema there, quoted */
-static LeaseBackend lease_backend;	/* the coordinator's end of lease_conn */
-static LeaseBackend lease_abandoned;	/* one left running by a timeout */
 static bool trouble_logged;		/* the current trouble is in the log */
 static bool lease_releasing;	/* at shutdown, releasing the lease */
 static char *refusal_logged;	/* the last refused answer logged, or NULL */
 static char *logging_logged;	/* the last logging refusal logged, or NULL */
-static char *logging_checked;	/* pg_conf_load_time() of the session's
-								 * last check that passed, or NULL */
 static LeaseHeld held;
 static LeaseChain lease_chain;	/* the secrets of our lease */
 static bool lease_answer_lost;	/* the last call was sent, and not answered */
@@ -748,10 +741,6 @@ lease_disconnect(void)
 	if (lease_conn != NULL)
 		PQfinish(lease_conn);
 	lease_conn = NULL;
-	lease_backend.pid = 0;
-	if (logging_checked != NULL)
-		pfree(logging_checked);
-	logging_checked = NULL;
 }
 
 /* libpq's message, without its final newline */
@@ -804,9 +793,10 @@ lease_connect(int64 deadline_us)
 
 /*
  * Run one statement with parameters on lease_conn, without blocking, until
- * deadline; returns its rows (to be PQclear'd), or NULL with the status and
- * reason set.  A statement given up on is left to be terminated by the next
- * session.
+ * deadline (nparams -1: statements without parameters, in the simple
+ * protocol); returns the last one's answer, rows or a command's (to be
+ * PQclear'd), or NULL with the status and reason set.  A statement given
+ * up on is left to the coordinator's timeouts: the connection is closed.
  */
 static PGresult *
 lease_exec(const char *sql, int nparams, const char *const *params, int64 deadline)
@@ -817,7 +807,8 @@ lease_exec(const char *sql, int nparams, const char *const *params, int64 deadli
 	char	   *reason;
 
 	lease_answer_lost = false;
-	if (!PQsendQueryParams(lease_conn, sql, nparams, NULL, params, NULL, NULL, 0))
+	if (!(nparams < 0 ? PQsendQuery(lease_conn, sql) :
+		  PQsendQueryParams(lease_conn, sql, nparams, NULL, params, NULL, NULL, 0)))
 		goto broken;
 	lease_answer_lost = true;	/* until an answer comes */
 	while ((flushed = PQflush(lease_conn)) == 1)
@@ -840,7 +831,8 @@ lease_exec(const char *sql, int nparams, const char *const *params, int64 deadli
 			PQclear(result);
 		result = next;
 	}
-	if (result != NULL && PQresultStatus(result) == PGRES_TUPLES_OK)
+	if (result != NULL &&
+		(PQresultStatus(result) == PGRES_TUPLES_OK || PQresultStatus(result) == PGRES_COMMAND_OK))
 	{
 		lease_answer_lost = false;
 		return result;
@@ -869,8 +861,6 @@ broken:
 		"the coordinator did not answer in time";
 	if (result != NULL)
 		PQclear(result);
-	if (PQstatus(lease_conn) != CONNECTION_BAD)
-		lease_abandoned = lease_backend;
 	lease_disconnect();
 	lease_set_status(LEASE_UNREACHABLE, reason);
 	return NULL;
@@ -890,66 +880,29 @@ lease_parse_int(const char *text, int64 min, int64 max, int64 *value)
 }
 
 /*
- * A session with the coordinator: connect; pin search_path to pg_catalog
- * and set the timeouts for this TTL; then, in one statement, look up the
- * extension's schema, who we are there, and terminate the backend a call
- * given up on left running, if any.
+ * A session with the coordinator: connect, and look up the extension's
+ * schema there.  Nothing is set for the session: through a transaction
+ * pooler, the next statement may run in another of the coordinator's
+ * backends, and a setting made for this one would stay with it, for the
+ * pooler's other clients.
  */
 static bool
 lease_session_start(int64 deadline)
 {
-	char		statement_ms[16];
-	char		lock_ms[16];
-	char		pid[16];
-	char		started[32];
-	const char *params[2];
 	PGresult   *res;
-	int64		value;
 
 	if (!lease_connect(deadline))
 		return false;
-	lease_conn_ttl = snowflake_lease_ttl_ms;
-	snprintf(statement_ms, sizeof(statement_ms), "%d", LEASE_STATEMENT_TIMEOUT_MS(lease_conn_ttl));
-	snprintf(lock_ms, sizeof(lock_ms), "%d", LEASE_LOCK_TIMEOUT_MS(lease_conn_ttl));
-	params[0] = statement_ms;
-	params[1] = lock_ms;
-	res = lease_exec("SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false), "
-					 "pg_catalog.set_config('statement_timeout', $1, false), "
-					 "pg_catalog.set_config('lock_timeout', $2, false)",
-					 2, params, deadline);
-	if (res == NULL)
-	{
-		lease_disconnect();		/* no half-set-up session */
-		return false;
-	}
-	PQclear(res);
-
-	/*
-	 * (OFFSET 0 keeps the backend's identity checked before anything is
-	 * terminated.)  One try: a failure is not repeated at every connection.
-	 */
-	snprintf(pid, sizeof(pid), "%d", lease_abandoned.pid);
-	snprintf(started, sizeof(started), INT64_FORMAT, lease_abandoned.started_us);
-	params[0] = lease_abandoned.pid != 0 ? pid : NULL;
-	params[1] = lease_abandoned.pid != 0 ? started : NULL;
-	lease_abandoned.pid = 0;
-	res = lease_exec("SELECT (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-					 "         WHERE e.extname = 'snowflake'), "
-					 "       pg_backend_pid(), "
-					 "       (SELECT (extract(epoch FROM a.backend_start) * 1000000)::bigint "
-					 "          FROM pg_stat_activity a WHERE a.pid = pg_backend_pid()), "
-					 "       (SELECT count(pg_terminate_backend(left_running.pid)) "
-					 "          FROM (SELECT a.pid FROM pg_stat_activity a "
-					 "                 WHERE a.pid = $1::integer "
-					 "                   AND (extract(epoch FROM a.backend_start) * 1000000)::bigint = $2::bigint "
-					 "                OFFSET 0) left_running)",
-					 2, params, deadline);
+	res = lease_exec("SELECT n.nspname FROM pg_catalog.pg_extension e "
+					 "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+					 "WHERE e.extname OPERATOR(pg_catalog.=) 'snowflake'",
+					 0, NULL, deadline);
 	if (res == NULL)
 	{
 		lease_disconnect();
 		return false;
 	}
-	if (PQntuples(res) != 1 || PQnfields(res) != 4 || PQgetisnull(res, 0, 0))
+	if (PQntuples(res) != 1 || PQnfields(res) != 1 || PQgetisnull(res, 0, 0))
 	{
 		PQclear(res);
 		lease_disconnect();
@@ -959,63 +912,57 @@ lease_session_start(int64 deadline)
 	if (lease_schema != NULL)
 		pfree(lease_schema);
 	lease_schema = MemoryContextStrdup(TopMemoryContext, quote_identifier(PQgetvalue(res, 0, 0)));
-	lease_backend.pid = lease_parse_int(PQgetvalue(res, 0, 1), 1, PG_INT32_MAX, &value) ? (int32) value : 0;
-	if (!lease_parse_int(PQgetvalue(res, 0, 2), PG_INT64_MIN, PG_INT64_MAX, &lease_backend.started_us))
-		lease_backend.pid = 0;
 	PQclear(res);
 	return true;
 }
 
 /*
- * Would this session write our secret to the coordinator's log?  A
- * statement is logged before it runs, so no refusal on the coordinator's
- * side could take a logged secret back: the client asks first, before
- * every call, and sends no secret to a session that would log its
- * parameters (log_statement, log_min_duration_statement and the like; see
- * leaselog.c).  A refusal is logged once per setting, with the statement
- * that turns it off for the lease role alone.
+ * Open a call's transaction: BEGIN; its settings, SET LOCAL (search_path
+ * pinned to pg_catalog; the timeouts for this TTL, so that a call ends on
+ * the coordinator before the client gives up on it, and a transaction the
+ * client left open ends there too); and whether this session would write
+ * our secret to the coordinator's log.
  *
- * A session's settings change under it only when it reads the
- * configuration files again (a reload; ALTER ROLE and ALTER DATABASE take
- * effect in new sessions), which moves its pg_conf_load_time().  So the
- * settings are read, from pg_settings, at the session's first call and
- * after each reload; the other calls ask for that time only, which costs
- * the coordinator a tenth of reading pg_settings (test/bench/fleet).
+ * A statement is logged before it runs, so no refusal on the
+ * coordinator's side could take a logged secret back: the client asks,
+ * in the call's transaction (the session the call will run in, pooler or
+ * not), and sends no secret to a session that would log its parameters
+ * (log_statement, log_min_duration_statement and the like; see
+ * leaselog.c).  current_setting() of each, a few microseconds: nothing is
+ * kept from one call to the next, as a pooler's next transaction may be
+ * another backend's, started under other settings.  A refusal is logged
+ * once per setting, with the statement that turns it off for the lease
+ * role alone.  Nothing here is secret: the simple protocol, one round trip.
  */
 static bool
-lease_session_keeps_secrets(int64 deadline)
+lease_begin(int64 deadline)
 {
-	const char *params[1] = {LEASE_LOGGING_SETTINGS};
 	const char **names;
 	const char **values;
 	const char *fix = NULL;
 	char	   *problem;
 	char	   *role;
-	char	   *load_time;
 	PGresult   *res;
 	int			n;
+	int			ttl = snowflake_lease_ttl_ms;
 
-	if (logging_checked != NULL)
-	{
-		bool		same;
-
-		res = lease_exec("SELECT pg_catalog.pg_conf_load_time()", 0, NULL, deadline);
-		if (res == NULL)
-			return false;		/* (disconnected, the status set) */
-		same = PQntuples(res) == 1 && PQnfields(res) == 1 && !PQgetisnull(res, 0, 0) &&
-			strcmp(PQgetvalue(res, 0, 0), logging_checked) == 0;
-		PQclear(res);
-		if (same)
-			return true;
-	}
-
-	res = lease_exec("SELECT s.name, s.setting, current_user, pg_catalog.pg_conf_load_time() "
-					 "FROM pg_catalog.pg_settings s "
-					 "WHERE s.name OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[])",
-					 1, params, deadline);
+	res = lease_exec(psprintf("BEGIN; "
+							  "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true), "
+							  "pg_catalog.set_config('statement_timeout', '%d', true), "
+							  "pg_catalog.set_config('lock_timeout', '%d', true), "
+							  "pg_catalog.set_config('idle_in_transaction_session_timeout', '%d', true); "
+							  "SELECT s.name, pg_catalog.current_setting(s.name, true), current_user "
+							  "FROM pg_catalog.unnest('%s'::pg_catalog.text[]) AS s(name) "
+							  "WHERE pg_catalog.current_setting(s.name, true) IS NOT NULL",
+							  LEASE_STATEMENT_TIMEOUT_MS(ttl), LEASE_LOCK_TIMEOUT_MS(ttl),
+							  LEASE_STATEMENT_TIMEOUT_MS(ttl), LEASE_LOGGING_SETTINGS),
+					 -1, NULL, deadline);
 	if (res == NULL)
-		return false;			/* (disconnected, the status set) */
-	n = PQnfields(res) == 4 ? PQntuples(res) : 0;
+	{
+		lease_disconnect();		/* (the transaction, if begun, with it) */
+		return false;
+	}
+	n = PQnfields(res) == 3 ? PQntuples(res) : 0;
 	names = palloc0(sizeof(char *) * (n + 1));
 	values = palloc0(sizeof(char *) * (n + 1));
 	for (int i = 0; i < n; i++)
@@ -1027,7 +974,6 @@ lease_session_keeps_secrets(int64 deadline)
 	problem = n == 0 ? pstrdup("its logging settings could not be read") :
 		LeaseLoggingProblem(n, names, values, &fix);
 	role = n > 0 ? pstrdup(quote_identifier(PQgetvalue(res, 0, 2))) : NULL;
-	load_time = n > 0 ? pstrdup(PQgetvalue(res, 0, 3)) : NULL;
 	PQclear(res);
 	pfree(names);
 	pfree(values);
@@ -1036,9 +982,6 @@ lease_session_keeps_secrets(int64 deadline)
 		if (logging_logged != NULL)
 			pfree(logging_logged);
 		logging_logged = NULL;
-		if (logging_checked != NULL)
-			pfree(logging_checked);
-		logging_checked = MemoryContextStrdup(TopMemoryContext, load_time);
 		return true;
 	}
 
@@ -1062,35 +1005,33 @@ lease_session_keeps_secrets(int64 deadline)
 }
 
 /*
- * Run a lease call, whose SQL names the extension's schema with %s;
- * returns its rows (to be PQclear'd), or NULL with the status and reason
- * set.
+ * Run a lease call, whose SQL names the extension's schema with %s, in a
+ * transaction of its own (lease_begin()), committed once its answer is
+ * in; returns its rows (to be PQclear'd), or NULL with the status and
+ * reason set.  Until the COMMIT is sent nothing can commit: a call that
+ * failed, or was given up on, is not in doubt (lease_answer_lost false),
+ * and its connection is closed, which ends its transaction.  Only a
+ * COMMIT whose answer never came leaves the call in doubt.
  */
 static PGresult *
 lease_query(const char *sql, int nparams, const char *const *params)
 {
 	int64		timeout_us = (int64) LEASE_QUERY_TIMEOUT_MS(snowflake_lease_ttl_ms) * 1000;
+	PGresult   *res;
+	PGresult   *commit;
+	bool		committed;
 
 	/*
-	 * The session's timeouts follow the TTL.  Starting a session and the
-	 * call each get the whole timeout: on a busy coordinator, a connection
-	 * and the call together may take longer than either alone.
+	 * Starting a session and the call each get the whole timeout: on a busy
+	 * coordinator, a connection and the call together may take longer than
+	 * either alone.
 	 */
-	if (lease_conn != NULL && lease_conn_ttl != snowflake_lease_ttl_ms)
-		lease_disconnect();
 	if (lease_conn == NULL && !lease_session_start(ClockMonotonicUs() + timeout_us))
 	{
 		lease_answer_lost = false;	/* (the call was not sent) */
 		return NULL;
 	}
-
-	/*
-	 * Before every call, not once per session: a reload of the
-	 * coordinator's configuration changes the settings of a session under
-	 * way.  (A change between this and the call could still log that one
-	 * call's secret.)
-	 */
-	if (!lease_session_keeps_secrets(ClockMonotonicUs() + timeout_us))
+	if (!lease_begin(ClockMonotonicUs() + timeout_us))
 	{
 		lease_answer_lost = false;
 		return NULL;
@@ -1098,7 +1039,36 @@ lease_query(const char *sql, int nparams, const char *const *params)
 	LWLockAcquire(lease->lock, LW_EXCLUSIVE);
 	lease->requests++;
 	LWLockRelease(lease->lock);
-	return lease_exec(psprintf(sql, lease_schema), nparams, params, ClockMonotonicUs() + timeout_us);
+	res = lease_exec(psprintf(sql, lease_schema), nparams, params, ClockMonotonicUs() + timeout_us);
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		if (res != NULL)
+		{
+			PQclear(res);
+			lease_set_status(LEASE_REFUSED, "the call answered no rows");
+		}
+		lease_disconnect();		/* (rolls its transaction back) */
+		lease_answer_lost = false;
+		return NULL;
+	}
+	commit = lease_exec("COMMIT", -1, NULL, ClockMonotonicUs() + timeout_us);
+	if (commit == NULL)
+	{
+		PQclear(res);
+		return NULL;			/* (lease_answer_lost: whether it may have) */
+	}
+	/* (a transaction that had failed answers COMMIT with ROLLBACK) */
+	committed = strcmp(PQcmdStatus(commit), "COMMIT") == 0;
+	PQclear(commit);
+	if (!committed)
+	{
+		PQclear(res);
+		lease_disconnect();
+		lease_answer_lost = false;
+		lease_set_status(LEASE_REFUSED, "the call's transaction did not commit");
+		return NULL;
+	}
+	return res;
 }
 
 /*

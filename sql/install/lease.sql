@@ -223,14 +223,19 @@ BEGIN
 	-- renewed, with the horizon the holder before it left, rather than
 	-- being locked out of its worker id for a TTL: it issued nothing under
 	-- the first, and keeps above what it issued under the second by its
-	-- own high-water mark of the worker id.
+	-- own high-water mark of the worker id.  Not a row another
+	-- transaction holds locked (a long one's, or a call of the holder's
+	-- that it gave up on and that has not ended yet): rather than wait past
+	-- its lock_timeout at every try, the holder claims another worker id
+	-- below, and its lease here lapses.
 	EXECUTE format($q$
 		UPDATE %1$s
 		   SET expires_at = now() + $3 * interval '1 ms',
 		       horizon_ms = greatest(horizon_ms, $4), renewed_at = now(), token_hash = $2
-		 WHERE node = (SELECT min(l.node) FROM %1$s l
+		 WHERE node = (SELECT l.node FROM %1$s l
 						WHERE l.token_hash = ANY ($1) AND l.claimed_by = session_user
-						  AND l.released_at IS NULL)
+						  AND l.released_at IS NULL
+						ORDER BY l.node LIMIT 1 FOR UPDATE SKIP LOCKED)
 		RETURNING node, generation, floor_ms, horizon_ms, expires_at
 		$q$, tbl)
 		INTO node, generation, previous_horizon_ms, horizon_ms, expires_at

@@ -1,11 +1,13 @@
 """A fleet of simulated issuing servers against one lease coordinator.
 
 Each simulated server speaks the lease client's protocol (src/lease.c):
-its own connection; the session's settings as lease_session_start() sets
-them (search_path, statement_timeout and lock_timeout from the TTL); the
-extension's schema looked up once; before every call the check that the
-session would log no secret (pg_settings at the session's first call and
-after a reload, pg_conf_load_time() otherwise); a claim of a worker id among
+its own connection (to the coordinator, or to a transaction-pooling
+pgbouncer in front of it); the extension's schema looked up once; each
+call one transaction, as lease_query() runs it: BEGIN with the call's
+settings set locally (search_path, statement_timeout, lock_timeout and
+idle_in_transaction_session_timeout from the TTL) and the check that the
+session would log no secret (current_setting() of each logging setting),
+in one round trip of the simple protocol; the call; COMMIT.  A claim of a worker id among
 0-1023, then a renewal every TTL / 3 from the moment the previous call
 was sent, each proving the current secret of the chain and registering
 the hash of the next (SHA-256 of 16 random bytes); a claim again when a
@@ -16,8 +18,8 @@ a fleet's do.  Statements are sent with parameters, unprepared, as
 PQexecParams does.
 
 It prints one line of JSON: the calls made and refused, the latency of
-each renewal (the settings check and the renewal, as the client waits for
-both) against the client's deadline for a call, and the CPU time and
+each renewal (its three round trips, as the client waits for them)
+against the client's deadline for a call, and the CPU time and
 memory (PSS) of the coordinator's processes over the measured window.
 
     python3 fleet.py --dsn DSN --postmaster-pid PID --clients N --ttl-ms T --seconds S
@@ -95,30 +97,47 @@ class Fleet:
             return
         secrets = []            # the secrets offered (the one the row holds)
         node = None
+        begin = (
+            "BEGIN; "
+            "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true), "
+            f"pg_catalog.set_config('statement_timeout', '{statement_timeout_ms}', true), "
+            f"pg_catalog.set_config('lock_timeout', '{lock_timeout_ms}', true), "
+            f"pg_catalog.set_config('idle_in_transaction_session_timeout', '{statement_timeout_ms}', true); "
+            "SELECT s.name, pg_catalog.current_setting(s.name, true), current_user "
+            "FROM pg_catalog.unnest('{" + ",".join(LOGGING_SETTINGS) + "}'::pg_catalog.text[]) AS s(name) "
+            "WHERE pg_catalog.current_setting(s.name, true) IS NOT NULL")
         try:
-            await conn.execute(
-                "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false), "
-                "pg_catalog.set_config('statement_timeout', %s, false), "
-                "pg_catalog.set_config('lock_timeout', %s, false)",
-                (str(statement_timeout_ms), str(lock_timeout_ms)))
             cur = await conn.execute(
-                "SELECT (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-                "         WHERE e.extname = 'snowflake'), pg_backend_pid()")
+                "SELECT n.nspname FROM pg_catalog.pg_extension e "
+                "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+                "WHERE e.extname OPERATOR(pg_catalog.=) 'snowflake'")
             schema = (await cur.fetchone())[0]
             schema_id = '"' + schema.replace('"', '""') + '"'
 
-            checked = [None]    # pg_conf_load_time() of the last full check
-
-            async def check():
-                if checked[0] is not None:
-                    cur = await conn.execute("SELECT pg_catalog.pg_conf_load_time()")
-                    if (await cur.fetchone())[0] == checked[0]:
-                        return
-                cur = await conn.execute(
-                    "SELECT s.name, s.setting, current_user, pg_catalog.pg_conf_load_time() "
-                    "FROM pg_catalog.pg_settings s "
-                    "WHERE s.name OPERATOR(pg_catalog.=) ANY (%s::pg_catalog.text[])", (LOGGING_SETTINGS,))
-                checked[0] = (await cur.fetchall())[0][3]
+            async def call(sql, params):
+                """One call in a transaction of its own, as lease_query() runs it
+                (a connection lost is made again, as the client does)."""
+                nonlocal conn
+                if conn.closed or conn.broken:
+                    await conn.close()
+                    conn = await psycopg.AsyncConnection.connect(args.dsn, autocommit=True,
+                                                                 prepare_threshold=None)
+                try:
+                    cur = await conn.execute(begin)
+                    while cur.nextset():
+                        pass
+                    await cur.fetchall()
+                    cur = await conn.execute(sql, params)
+                    row = await cur.fetchone()
+                    await conn.execute("COMMIT")
+                    return row
+                except Exception:
+                    if not conn.closed and not conn.broken:
+                        try:
+                            await conn.execute("ROLLBACK")
+                        except psycopg.Error:
+                            pass
+                    raise
 
             def chain():
                 secret = os.urandom(16).hex()
@@ -139,15 +158,13 @@ class Fleet:
                 if node is None:
                     self.calls["claim"] += 1
                     try:
-                        await check()
-                        cur = await conn.execute(
+                        row = await call(
                             f"SELECT node, generation, previous_horizon_ms, horizon_ms, expires_at "
                             f"FROM {schema_id}.snowflake_lease_claim(%s::pg_catalog.text, %s::pg_catalog.text[], "
                             f"%s::pg_catalog.bytea, %s::pg_catalog.int4[], %s::pg_catalog.int4[], "
                             f"%s::pg_catalog.int4, %s::pg_catalog.int4, %s::pg_catalog.int8)",
                             (f"simulated server {i}", secrets, next_hash, [0], [1023], None, ttl,
                              int(time.time() * 1000) + ttl + 1000))
-                        row = await cur.fetchone()
                     except Exception as e:
                         self.error("claim", e)
                         row = None
@@ -158,13 +175,12 @@ class Fleet:
                         secrets = [nxt]
                     continue
                 try:
-                    await check()
-                    cur = await conn.execute(
+                    row = await call(
                         f"SELECT renewed, horizon_ms, expires_at "
                         f"FROM {schema_id}.snowflake_lease_renew(%s::pg_catalog.int4, %s::pg_catalog.text[], "
                         f"%s::pg_catalog.bytea, %s::pg_catalog.int4, %s::pg_catalog.int8)",
                         (node, secrets, next_hash, ttl, int(time.time() * 1000) + ttl + 1000))
-                    renewed = (await cur.fetchone())[0]
+                    renewed = row[0]
                 except Exception as e:
                     self.error("renew", e)
                     renewed = None
@@ -183,11 +199,10 @@ class Fleet:
             if node is None:
                 return
             self.calls["release"] += 1
-            await check()
-            cur = await conn.execute(
+            row = await call(
                 f"SELECT {schema_id}.snowflake_lease_release(%s::pg_catalog.int4, %s::pg_catalog.text[], "
                 f"%s::pg_catalog.int8)", (node, secrets, int(time.time() * 1000)))
-            if not (await cur.fetchone())[0]:
+            if not row[0]:
                 self.refused["release"] += 1
         except Exception as e:
             self.error("session", e)

@@ -19,7 +19,6 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
-use POSIX qw(WNOHANG);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -42,59 +41,20 @@ $node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 
 # ---- pgbouncer, on a unix socket of its own --------------------------------
 
-my $dir = PostgreSQL::Test::Utils::tempdir_short();
-my $port = PostgreSQL::Test::Cluster::get_free_port();
 my $user = getpwuid($<);
-PostgreSQL::Test::Utils::append_to_file("$dir/users.txt", qq{"$user" ""\n});
-PostgreSQL::Test::Utils::append_to_file("$dir/pgbouncer.ini", <<"EOF");
-[databases]
-postgres = host=@{[ $node->host ]} port=@{[ $node->port ]} dbname=postgres
-
-[pgbouncer]
-listen_addr =
-listen_port = $port
-unix_socket_dir = $dir
-auth_type = trust
-auth_file = $dir/users.txt
-pool_mode = transaction
-default_pool_size = $pool
-max_db_connections = $pool
-max_client_conn = 100
-logfile = $PostgreSQL::Test::Utils::log_path/240_pgbouncer_pgbouncer.log
-pidfile = $dir/pgbouncer.pid
-EOF
-
-my $bouncer = fork();
-die "fork: $!" unless defined $bouncer;
-if ($bouncer == 0)
-{
-	# (the child leaves by _exit: die would run the test's END blocks here)
-	open(STDIN, '<', '/dev/null');
-	open(STDOUT, '>', '/dev/null');
-	exec($pgbouncer, "$dir/pgbouncer.ini") or print STDERR "exec $pgbouncer: $!\n";
-	POSIX::_exit(127);
-}
+my $bouncer = start_pgbouncer('pgbouncer', $node, $pool, $user);
+my $dir = PostgreSQL::Test::Utils::tempdir_short();    # (the pgbench scripts)
 
 END
 {
 	my $rc = $?;
-	if ($bouncer && waitpid($bouncer, WNOHANG) == 0)
-	{
-		kill 'TERM', $bouncer;
-		my $deadline = time() + 20;
-		usleep(50_000) while waitpid($bouncer, WNOHANG) == 0 && time() < $deadline;
-		if (waitpid($bouncer, WNOHANG) == 0) { kill 'KILL', $bouncer; waitpid($bouncer, 0); }
-	}
+	stop_pgbouncer($bouncer);
 	$? = $rc;
 }
 
 $SIG{$_} = sub { die "stopped by SIG$_[0]\n" } for qw(INT TERM HUP);
 
-my $via = "host=$dir port=$port dbname=postgres";
-my $deadline = time() + 30;
-usleep(50_000)
-  while system('psql', '-X', '-q', '-d', $via, '-c', 'SELECT 1', '-o', '/dev/null') != 0
-  && time() < $deadline;
+my $via = $bouncer->{via};
 is(`psql -X -At -d "$via" -c 'SELECT 1'`, "1\n", 'pgbouncer answers');
 
 # ---- one table per generator, filled through the pooler --------------------

@@ -26,7 +26,7 @@ our @EXPORT =
   lease_coordinator lease_coordinator_setup lease_node wait_for_lease freeze_server thaw_server
   draw_to_file repeated_ids require_password write_passfile utf8_init capture_proxy
   public_id_pairs decoded_pairs install_without_snowflake start_pgbench stop_pgbench lock_probe cancel_when probe_waits dump_schema
-  start_writers stop_writers check_probe run_pending);
+  start_writers stop_writers check_probe run_pending start_pgbouncer stop_pgbouncer);
 
 # initdb's options for every test server, %init and its extra with them:
 # UTF-8 and a fixed locale, whatever the machine's (a minimal system with no
@@ -265,6 +265,71 @@ sub stream_largest
 	}
 	close($fh);
 	return ($count, $largest, $increasing);
+}
+
+# ---- pgbouncer -------------------------------------------------------------
+
+# pgbouncer in transaction pooling in front of database postgres of $node,
+# with $pool server connections, on a unix socket of its own, trusting the
+# roles @users (its log named after the test and $name).  Waits until it
+# answers $users[0].  Returns a handle for stop_pgbouncer(), with the
+# conninfo of its database in {via} (no user); the caller stops it, from
+# an END block too.
+sub start_pgbouncer
+{
+	my ($name, $node, $pool, @users) = @_;
+	my ($pgbouncer) = grep { -x $_ } map { "$_/pgbouncer" } split(/:/, $ENV{PATH}), '/usr/sbin';
+	my $dir = PostgreSQL::Test::Utils::tempdir_short();
+	my $port = PostgreSQL::Test::Cluster::get_free_port();
+	my $test = basename($0, '.pl');
+
+	PostgreSQL::Test::Utils::append_to_file("$dir/users.txt", join('', map { qq{"$_" ""\n} } @users));
+	PostgreSQL::Test::Utils::append_to_file("$dir/pgbouncer.ini", <<"INI");
+[databases]
+postgres = host=@{[ $node->host ]} port=@{[ $node->port ]} dbname=postgres
+
+[pgbouncer]
+listen_addr =
+listen_port = $port
+unix_socket_dir = $dir
+auth_type = trust
+auth_file = $dir/users.txt
+pool_mode = transaction
+default_pool_size = $pool
+max_db_connections = $pool
+max_client_conn = 200
+logfile = $PostgreSQL::Test::Utils::log_path/${test}_$name.log
+pidfile = $dir/pgbouncer.pid
+INI
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		# (the child leaves by _exit: die would run the test's END blocks here)
+		open(STDIN, '<', '/dev/null');
+		open(STDOUT, '>', '/dev/null');
+		exec($pgbouncer, "$dir/pgbouncer.ini") or print STDERR "exec $pgbouncer: $!\n";
+		POSIX::_exit(127);
+	}
+	my $via = "host=$dir port=$port dbname=postgres";
+	my $deadline = time() + 30;
+	usleep(50_000)
+	  while system('psql', '-X', '-q', '-d', "$via user=$users[0]", '-c', 'SELECT 1', '-o', '/dev/null') != 0
+	  && time() < $deadline;
+	return { pid => $pid, via => $via };
+}
+
+# Stop what start_pgbouncer() started, if it still runs.
+sub stop_pgbouncer
+{
+	my ($bouncer) = @_;
+	my $pid = $bouncer ? $bouncer->{pid} : undef;
+
+	return unless $pid && waitpid($pid, POSIX::WNOHANG()) == 0;
+	kill 'TERM', $pid;
+	my $deadline = time() + 20;
+	usleep(50_000) while waitpid($pid, POSIX::WNOHANG()) == 0 && time() < $deadline;
+	if (waitpid($pid, POSIX::WNOHANG()) == 0) { kill 'KILL', $pid; waitpid($pid, 0); }
 }
 
 # ---- worker-id leases ------------------------------------------------------
