@@ -280,6 +280,37 @@ BEGIN
 			END IF;
 		END IF;
 		IF stored IS NULL THEN
+			-- A value without a row: the first from it on (up to 1024 on,
+			-- in its range) that has no row and that no other claim is
+			-- inserting, which each marks with a transaction-level advisory
+			-- lock (key 1936617335, the value) until it commits.  Without
+			-- it, every claim of a fleet starting on an empty table picks
+			-- the same value, and its insert waits for the first's commit,
+			-- a round trip of that client's away; then the next value, the
+			-- same again (test/bench/fleet).  Any role may take advisory
+			-- locks: one that held those of every value would keep claims
+			-- from adding rows, not from taking free ones.
+			EXECUTE format($q$
+				SELECT s.v FROM (
+					SELECT g.v::integer AS v
+					  FROM generate_series($1::bigint, least($1::bigint + 1023,
+											(SELECT max(r.hi) FROM unnest($2, $3) r(lo, hi)
+											  WHERE $1 BETWEEN r.lo AND r.hi))) g(v)
+					 WHERE g.v <> ALL ($4)
+					   AND NOT EXISTS (SELECT FROM %1$s l WHERE l.node = g.v)
+					 ORDER BY g.v
+					OFFSET 0
+				) s
+				 WHERE pg_try_advisory_xact_lock(1936617335, s.v)
+				 LIMIT 1
+				$q$, tbl)
+				INTO stored USING candidate, lows, highs, busy;
+			IF stored IS NULL OR stored.v IS NULL THEN
+				busy := busy || candidate;
+				CONTINUE;
+			END IF;
+			candidate := stored.v;
+			stored := NULL;
 			EXECUTE format($q$
 				INSERT INTO %s (node, generation, holder, expires_at, horizon_ms, floor_ms, claimed_at,
 								claimed_by, token_hash)

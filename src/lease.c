@@ -919,8 +919,9 @@ lease_session_start(int64 deadline)
 /*
  * Open a call's transaction: BEGIN; its settings, SET LOCAL (search_path
  * pinned to pg_catalog; the timeouts for this TTL, so that a call ends on
- * the coordinator before the client gives up on it, and a transaction the
- * client left open ends there too); and whether this session would write
+ * the coordinator before the client gives up on it, and a transaction left
+ * idle longer than the client waits for an answer, which the client has
+ * given up on, ends there too); and whether this session would write
  * our secret to the coordinator's log.
  *
  * A statement is logged before it runs, so no refusal on the
@@ -955,7 +956,7 @@ lease_begin(int64 deadline)
 							  "FROM pg_catalog.unnest('%s'::pg_catalog.text[]) AS s(name) "
 							  "WHERE pg_catalog.current_setting(s.name, true) IS NOT NULL",
 							  LEASE_STATEMENT_TIMEOUT_MS(ttl), LEASE_LOCK_TIMEOUT_MS(ttl),
-							  LEASE_STATEMENT_TIMEOUT_MS(ttl), LEASE_LOGGING_SETTINGS),
+							  LEASE_QUERY_TIMEOUT_MS(ttl), LEASE_LOGGING_SETTINGS),
 					 -1, NULL, deadline);
 	if (res == NULL)
 	{

@@ -102,7 +102,7 @@ class Fleet:
             "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true), "
             f"pg_catalog.set_config('statement_timeout', '{statement_timeout_ms}', true), "
             f"pg_catalog.set_config('lock_timeout', '{lock_timeout_ms}', true), "
-            f"pg_catalog.set_config('idle_in_transaction_session_timeout', '{statement_timeout_ms}', true); "
+            f"pg_catalog.set_config('idle_in_transaction_session_timeout', '{query_timeout_ms(ttl)}', true); "
             "SELECT s.name, pg_catalog.current_setting(s.name, true), current_user "
             "FROM pg_catalog.unnest('{" + ",".join(LOGGING_SETTINGS) + "}'::pg_catalog.text[]) AS s(name) "
             "WHERE pg_catalog.current_setting(s.name, true) IS NOT NULL")
@@ -219,13 +219,15 @@ class Fleet:
         # measured: after every server has claimed and renewed once
         await asyncio.sleep(max(0.0, start + ttl / 3 - time.monotonic()))
         self.measuring = True
-        cpu0, _ = process_times(args.postmaster_pid)
+        # (read in a thread: /proc of a thousand backends takes the event
+        # loop seconds, past the calls' idle_in_transaction_session_timeout)
+        cpu0, _ = await asyncio.to_thread(process_times, args.postmaster_pid)
         own0 = os.times()
         t0 = time.monotonic()
         await asyncio.sleep(max(0.0, end - time.monotonic()) * 0.5)
-        _, pss = process_times(args.postmaster_pid)
+        _, pss = await asyncio.to_thread(process_times, args.postmaster_pid)
         await asyncio.sleep(max(0.0, end - time.monotonic()))
-        cpu1, _ = process_times(args.postmaster_pid)
+        cpu1, _ = await asyncio.to_thread(process_times, args.postmaster_pid)
         own1 = os.times()
         window = time.monotonic() - t0
         self.measuring = False
