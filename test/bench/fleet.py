@@ -31,6 +31,7 @@ import json
 import os
 import random
 import resource
+import signal
 import time
 
 import psycopg
@@ -79,6 +80,7 @@ class Fleet:
         self.refused = {"claim": 0, "renew": 0, "release": 0}
         self.errors = {}
         self.measuring = False
+        self.stopping = False   # SIGTERM: the window ends, the servers release
 
     def error(self, what, e):
         key = f"{what}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -150,7 +152,7 @@ class Fleet:
             renew_at = time.monotonic()
             while True:
                 await asyncio.sleep(max(0.0, renew_at - time.monotonic()))
-                if time.monotonic() >= end_at:
+                if time.monotonic() >= end_at or self.stopping:
                     break
                 sent = time.monotonic()
                 renew_at = sent + ttl / 3000
@@ -216,21 +218,32 @@ class Fleet:
         end = start + ttl / 3 + args.seconds
         tasks = [asyncio.create_task(self.server(i, start + random.uniform(0, ttl / 3), end))
                  for i in range(args.clients)]
+        # (SIGTERM ends the run early, reported as the window so far)
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+
+        async def pause(seconds):
+            try:
+                await asyncio.wait_for(stop.wait(), max(0.0, seconds))
+            except asyncio.TimeoutError:
+                pass
+
         # measured: after every server has claimed and renewed once
-        await asyncio.sleep(max(0.0, start + ttl / 3 - time.monotonic()))
+        await pause(start + ttl / 3 - time.monotonic())
         self.measuring = True
         # (read in a thread: /proc of a thousand backends takes the event
         # loop seconds, past the calls' idle_in_transaction_session_timeout)
         cpu0, _ = await asyncio.to_thread(process_times, args.postmaster_pid)
         own0 = os.times()
         t0 = time.monotonic()
-        await asyncio.sleep(max(0.0, end - time.monotonic()) * 0.5)
+        await pause((end - time.monotonic()) * 0.5)
         _, pss = await asyncio.to_thread(process_times, args.postmaster_pid)
-        await asyncio.sleep(max(0.0, end - time.monotonic()))
+        await pause(end - time.monotonic())
         cpu1, _ = await asyncio.to_thread(process_times, args.postmaster_pid)
         own1 = os.times()
         window = time.monotonic() - t0
         self.measuring = False
+        self.stopping = True
         await asyncio.gather(*tasks)
         lat = sorted(self.latencies)
 

@@ -69,7 +69,7 @@ $fleet = IPC::Run::start(
 	[
 		'python3', "$FindBin::RealBin/../bench/fleet.py",
 		'--dsn', $via, '--postmaster-pid', $coordinator->{_pid},
-		'--clients', $simulated, '--ttl-ms', 2000, '--seconds', 70, '--connect-seconds', 2
+		'--clients', $simulated, '--ttl-ms', 2000, '--seconds', 600, '--connect-seconds', 2
 	],
 	'>', \$fleet_out, '2>', \$fleet_err);
 
@@ -128,7 +128,8 @@ sub wait_for_fleet
 		return 1 if $live == $simulated + @servers && $held == @servers;
 		usleep(200_000);
 	}
-	diag("$what: $live live leases");
+	$fleet->pump_nb;
+	diag("$what: $live live leases; the simulated fleet: $fleet_out $fleet_err");
 	return 0;
 }
 
@@ -205,6 +206,8 @@ is(scalar(@changed), 0,
 
 # ---- the fleet ends ---------------------------------------------------------------
 
+# (it runs until told: on a busy machine the stages above take their time)
+$fleet->signal('TERM');
 $fleet->finish;
 $fleet = undef;
 my ($report) = $fleet_out =~ /^(\{.*\})$/m;
