@@ -232,6 +232,16 @@ SELECT count(*) AS evil_rows FROM evil.snowflake_lease;
 RESET search_path;
 DROP SCHEMA evil CASCADE;
 
+-- a negative worker id or a generation below 1 is refused wherever it is
+-- written (domains, not CHECKs of the table, which every renewal ran)
+\set VERBOSITY terse
+INSERT INTO snowflake_lease (node, generation, holder, expires_at, horizon_ms, floor_ms, claimed_at)
+VALUES (-1, 1, 'negative', now(), 0, 0, now());
+UPDATE snowflake_lease SET generation = 0 WHERE node = 3;
+UPDATE snowflake_lease SET generation = generation - generation WHERE node = 3;
+\set VERBOSITY default
+SELECT generation > 0 AS kept FROM snowflake_lease WHERE node = 3;
+
 -- the table's bound, 65536 rows: past it a claim takes only a row that
 -- expired, and one that would need a new row is refused
 INSERT INTO snowflake_lease (node, generation, holder, expires_at, horizon_ms, floor_ms, claimed_at)

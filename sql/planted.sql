@@ -130,6 +130,24 @@ CREATE DOMAIN planter.regclass AS pg_catalog.regclass CHECK (planter.spy('domain
 CREATE DOMAIN planter."char" AS pg_catalog."char" CHECK (planter.spy('domain "char"'));
 CREATE DOMAIN planter.float8 AS pg_catalog.float8 CHECK (planter.spy('domain float8'));
 CREATE DOMAIN planter.timestamptz AS pg_catalog.timestamptz CHECK (planter.spy('domain timestamptz'));
+-- now() and = between integers, which the renewal's statement uses, for a
+-- search_path that lists the planter's schema before pg_catalog.
+CREATE FUNCTION planter.now() RETURNS pg_catalog.timestamptz
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM planter.spy('now()');
+	RETURN pg_catalog.now();
+END
+$$;
+CREATE FUNCTION planter.int4_eq(a pg_catalog.int4, b pg_catalog.int4) RETURNS pg_catalog.bool
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM planter.spy('= (integer)');
+	RETURN a OPERATOR(pg_catalog.=) b;
+END
+$$;
+CREATE OPERATOR planter.= (LEFTARG = pg_catalog.int4, RIGHTARG = pg_catalog.int4,
+						   FUNCTION = planter.int4_eq);
 RESET ROLE;
 -- (how many were planted in each of the two schemas)
 SELECT n.nspname, count(*) AS plants
@@ -199,10 +217,23 @@ SELECT sfp.snowflake_public_key_create() > 0 AS key_made;
 SELECT sfp.snowflake_id_from_public(sfp.snowflake_public_id(123456789::int8)) AS back;
 
 -- A fresh session (PL/pgSQL resolves a function's types when it compiles
--- it, once per session) whose search_path lists the planter's types before
--- pg_catalog: a dry run of each conversion.
+-- it, once per session) whose search_path lists the planter's types,
+-- now() and = before pg_catalog: a lease claimed, renewed (the renewal,
+-- C, pins no search_path: its statement is planned here, under this one)
+-- and released; a dry run of each conversion.
 \c snowflake_planted
 SET search_path = planter, pg_catalog, sfp, public;
+SELECT node, generation
+  FROM sfp.snowflake_lease_claim('fresh'::pg_catalog.text, '{}'::pg_catalog.text[],
+								 pg_catalog.sha256(pg_catalog.decode(pg_catalog.repeat('8', 32), 'hex')),
+								 '{0}'::pg_catalog.int4[], '{3}'::pg_catalog.int4[], NULL::pg_catalog.int4,
+								 5000::pg_catalog.int4, 1000::pg_catalog.int8);
+SELECT renewed, horizon_ms
+  FROM sfp.snowflake_lease_renew(0::pg_catalog.int4, ARRAY[pg_catalog.repeat('8', 32)]::pg_catalog.text[],
+								 pg_catalog.sha256(pg_catalog.decode(pg_catalog.repeat('9', 32), 'hex')),
+								 5000::pg_catalog.int4, 2500::pg_catalog.int8);
+SELECT sfp.snowflake_lease_release(0::pg_catalog.int4, ARRAY[pg_catalog.repeat('9', 32)]::pg_catalog.text[],
+								   1500::pg_catalog.int8) AS released;
 CREATE TABLE shop.domains (id serial PRIMARY KEY);
 SET client_min_messages = warning;
 CALL sfp.snowflake_convert_column_online('shop.domains'::pg_catalog.regclass, dry_run => true);

@@ -436,9 +436,10 @@ COMMENT ON FUNCTION _snowflake_lease_end(integer, bytea[], bigint) IS
 
 -- The calls of the issuing servers.  SECURITY DEFINER, so that an issuing
 -- server's role needs only EXECUTE on them, not write access to the
--- table; with a fixed search_path, and the functions found through the
--- extension's schema (the extension is relocatable), so a caller's
--- search_path cannot hijack them.  VOLATILE (they write), PARALLEL UNSAFE
+-- table; with a fixed search_path (the renewal below: every name
+-- qualified instead), and the functions found through the extension's
+-- schema (the extension is relocatable), so a caller's search_path cannot
+-- hijack them.  VOLATILE (they write), PARALLEL UNSAFE
 -- (they write), not STRICT where a NULL has a meaning (prefer).
 CREATE FUNCTION snowflake_lease_claim(
 	holder text,
@@ -479,19 +480,34 @@ COMMENT ON FUNCTION snowflake_lease_claim(text, text[], bytea, integer[], intege
 -- same checks as the claim's and the release's, in that order (proofs,
 -- next hash, NULLs, bounds), and the statement of _snowflake_lease_extend,
 -- planned once per session instead of four dynamic statements per call.
+-- Two things the other lease functions have, it does without, for what
+-- they cost each call (test/bench/lease_renew, doc/benchmarks.md):
+-- - OUT parameters: PostgreSQL builds the row type of a function with OUT
+--   parameters from its pg_proc row three times per call (the caller's
+--   parse, its executor, the function), where a named row type comes from
+--   the session's cache of types;
+-- - a SET clause pinning search_path, which opens and closes a level of
+--   settings around each call: the function looks no name up but in its
+--   one statement, which names every object, operator and type with its
+--   schema (regress planted calls it under a search_path listing another
+--   role's now() and = first).
+CREATE TYPE snowflake_lease_renewal AS (
+	renewed boolean,
+	horizon_ms bigint,
+	expires_at timestamptz);
+
+COMMENT ON TYPE snowflake_lease_renewal IS
+'what snowflake_lease_renew() returns: renewed, and the lease''s horizon and expiry (NULL if not renewed)';
+
 CREATE FUNCTION snowflake_lease_renew(
 	node integer,
 	proofs text[],
 	next_hash bytea,
 	ttl_ms integer,
-	wanted_horizon_ms bigint,
-	OUT renewed boolean,
-	OUT horizon_ms bigint,
-	OUT expires_at timestamptz)
-RETURNS record
+	wanted_horizon_ms bigint)
+RETURNS snowflake_lease_renewal
 AS 'MODULE_PATHNAME', 'snowflake_lease_renew'
-LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER;
 
 COMMENT ON FUNCTION snowflake_lease_renew(integer, text[], bytea, integer, bigint) IS
 'renew the lease held by one of the proofs, recording a horizon at least that far; next_hash is the hash of the secret of the next call; renewed is false otherwise';
@@ -644,8 +660,12 @@ $$;
 -- A released lease keeps no hash (0.3.0's kept it).
 UPDATE snowflake_lease SET token_hash = NULL WHERE released_at IS NOT NULL;
 
--- No index on token_hash, so that a renewal is a HOT update (0.3.0 had it
--- UNIQUE): its constraint, whatever its name.
+-- Constraints a renewal paid for, whatever their names: the table's
+-- CHECKs on node and generation, which every renewal ran (domains check
+-- them now, see the install script; the CHECKs go first so that the
+-- domains' checks have the names they have in a new install), and the
+-- UNIQUE constraint on token_hash, whose index kept a renewal from being a
+-- HOT update.
 DO $$
 DECLARE
 	con name;
@@ -653,15 +673,21 @@ BEGIN
 	FOR con IN
 		SELECT c.conname FROM pg_catalog.pg_constraint c
 		 WHERE c.conrelid OPERATOR(pg_catalog.=) 'snowflake_lease'::pg_catalog.regclass
-		   AND c.contype OPERATOR(pg_catalog.=) 'u'::pg_catalog.char
-		   AND c.conkey OPERATOR(pg_catalog.=) ARRAY[(SELECT a.attnum FROM pg_catalog.pg_attribute a
-		   WHERE a.attrelid OPERATOR(pg_catalog.=) 'snowflake_lease'::pg_catalog.regclass
-			 AND a.attname OPERATOR(pg_catalog.=) 'token_hash'::pg_catalog.name)]
+		   AND (c.contype OPERATOR(pg_catalog.=) 'c'::pg_catalog.char
+				OR c.contype OPERATOR(pg_catalog.=) 'u'::pg_catalog.char
+				AND c.conkey OPERATOR(pg_catalog.=) ARRAY[(SELECT a.attnum FROM pg_catalog.pg_attribute a
+				 WHERE a.attrelid OPERATOR(pg_catalog.=) 'snowflake_lease'::pg_catalog.regclass
+				   AND a.attname OPERATOR(pg_catalog.=) 'token_hash'::pg_catalog.name)])
 	LOOP
 		EXECUTE pg_catalog.format('ALTER TABLE snowflake_lease DROP CONSTRAINT %I', con);
 	END LOOP;
 END
 $$;
+CREATE DOMAIN snowflake_lease_node AS integer CHECK (VALUE >= 0);
+CREATE DOMAIN snowflake_lease_generation AS bigint CHECK (VALUE > 0);
+ALTER TABLE snowflake_lease
+	ALTER COLUMN node TYPE snowflake_lease_node,
+	ALTER COLUMN generation TYPE snowflake_lease_generation;
 
 -- == Conversion ==
 

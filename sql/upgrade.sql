@@ -135,6 +135,11 @@ SELECT m.object, 'constraint ' || co.conname, pg_get_constraintdef(co.oid)
   FROM members m
   JOIN pg_constraint co ON m.classid = 'pg_class'::regclass AND co.conrelid = m.objid
 UNION ALL
+-- (and of member domains)
+SELECT m.object, 'constraint ' || co.conname, pg_get_constraintdef(co.oid)
+  FROM members m
+  JOIN pg_constraint co ON m.classid = 'pg_type'::regclass AND co.contypid = m.objid
+UNION ALL
 SELECT m.object, 'trigger ' || t.tgname, pg_get_triggerdef(t.oid)
   FROM members m
   JOIN pg_trigger t ON m.classid = 'pg_class'::regclass AND t.tgrelid = m.objid

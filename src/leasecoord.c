@@ -15,9 +15,14 @@
  * has another name.
  *
  * Every name in the statement is schema-qualified and every operator
- * written OPERATOR(pg_catalog.x), with typed parameters, and the function
- * runs with search_path pinned (its SET clause), under which PostgreSQL
- * also makes the plan again: no object of another role can take part.
+ * written OPERATOR(pg_catalog.x), with typed parameters: whatever the
+ * caller's search_path (under which PostgreSQL makes the plan again when it
+ * changes), no object of another role can take part.  So the function
+ * needs no SET clause pinning search_path, which the other lease functions
+ * have and which costs each call a level of settings opened and closed; it
+ * returns a named row type, snowflake_lease_renewal, whose tuple descriptor
+ * comes from the type cache, where OUT parameters had PostgreSQL build it
+ * from pg_proc three times per call.
  * SECURITY DEFINER, as the claim and the release: the row's owner writes
  * it; session_user, the caller's login, must be the role that claimed it.
  * The caller's proofs are hashed here (SHA-256, PostgreSQL's own sha256());

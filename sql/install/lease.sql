@@ -38,9 +38,18 @@
 -- call: its three functions are kept, for a fleet's servers not updated
 -- yet (a coordinator is updated first), and share the code of 0.4.0's.
 -- Their secrets stay good as long as their holder runs.
+-- node and generation are checked by their domains, not by CHECK
+-- constraints of the table: PostgreSQL runs a table's CHECKs at every
+-- UPDATE of a row, whichever columns it sets, reading their expressions
+-- from the catalog at every statement, and the renewal, which sets
+-- neither, is the statement a coordinator runs most; a domain's check
+-- runs where a value is written to its column.
+CREATE DOMAIN snowflake_lease_node AS integer CHECK (VALUE >= 0);
+CREATE DOMAIN snowflake_lease_generation AS bigint CHECK (VALUE > 0);
+
 CREATE TABLE snowflake_lease (
-	node integer PRIMARY KEY CHECK (node >= 0),
-	generation bigint NOT NULL CHECK (generation > 0),
+	node snowflake_lease_node PRIMARY KEY,
+	generation snowflake_lease_generation NOT NULL,
 	holder text NOT NULL,
 	expires_at timestamptz NOT NULL,
 	horizon_ms bigint NOT NULL,
@@ -492,9 +501,10 @@ COMMENT ON FUNCTION _snowflake_lease_end(integer, bytea[], bigint) IS
 
 -- The calls of the issuing servers.  SECURITY DEFINER, so that an issuing
 -- server's role needs only EXECUTE on them, not write access to the
--- table; with a fixed search_path, and the functions found through the
--- extension's schema (the extension is relocatable), so a caller's
--- search_path cannot hijack them.  VOLATILE (they write), PARALLEL UNSAFE
+-- table; with a fixed search_path (the renewal below: every name
+-- qualified instead), and the functions found through the extension's
+-- schema (the extension is relocatable), so a caller's search_path cannot
+-- hijack them.  VOLATILE (they write), PARALLEL UNSAFE
 -- (they write), not STRICT where a NULL has a meaning (prefer).
 CREATE FUNCTION snowflake_lease_claim(
 	holder text,
@@ -535,19 +545,34 @@ COMMENT ON FUNCTION snowflake_lease_claim(text, text[], bytea, integer[], intege
 -- same checks as the claim's and the release's, in that order (proofs,
 -- next hash, NULLs, bounds), and the statement of _snowflake_lease_extend,
 -- planned once per session instead of four dynamic statements per call.
+-- Two things the other lease functions have, it does without, for what
+-- they cost each call (test/bench/lease_renew, doc/benchmarks.md):
+-- - OUT parameters: PostgreSQL builds the row type of a function with OUT
+--   parameters from its pg_proc row three times per call (the caller's
+--   parse, its executor, the function), where a named row type comes from
+--   the session's cache of types;
+-- - a SET clause pinning search_path, which opens and closes a level of
+--   settings around each call: the function looks no name up but in its
+--   one statement, which names every object, operator and type with its
+--   schema (regress planted calls it under a search_path listing another
+--   role's now() and = first).
+CREATE TYPE snowflake_lease_renewal AS (
+	renewed boolean,
+	horizon_ms bigint,
+	expires_at timestamptz);
+
+COMMENT ON TYPE snowflake_lease_renewal IS
+'what snowflake_lease_renew() returns: renewed, and the lease''s horizon and expiry (NULL if not renewed)';
+
 CREATE FUNCTION snowflake_lease_renew(
 	node integer,
 	proofs text[],
 	next_hash bytea,
 	ttl_ms integer,
-	wanted_horizon_ms bigint,
-	OUT renewed boolean,
-	OUT horizon_ms bigint,
-	OUT expires_at timestamptz)
-RETURNS record
+	wanted_horizon_ms bigint)
+RETURNS snowflake_lease_renewal
 AS 'MODULE_PATHNAME', 'snowflake_lease_renew'
-LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER;
 
 COMMENT ON FUNCTION snowflake_lease_renew(integer, text[], bytea, integer, bigint) IS
 'renew the lease held by one of the proofs, recording a horizon at least that far; next_hash is the hash of the secret of the next call; renewed is false otherwise';
