@@ -685,6 +685,10 @@ END
 $$;
 CREATE DOMAIN snowflake_lease_node AS integer CHECK (VALUE >= 0);
 CREATE DOMAIN snowflake_lease_generation AS bigint CHECK (VALUE > 0);
+COMMENT ON DOMAIN snowflake_lease_node IS
+'a worker id in the lease table: 0 or more';
+COMMENT ON DOMAIN snowflake_lease_generation IS
+'the generation of a lease: 1 or more, one more at every claim';
 ALTER TABLE snowflake_lease
 	ALTER COLUMN node TYPE snowflake_lease_node,
 	ALTER COLUMN generation TYPE snowflake_lease_generation;

@@ -38,6 +38,7 @@
 -- call: its three functions are kept, for a fleet's servers not updated
 -- yet (a coordinator is updated first), and share the code of 0.4.0's.
 -- Their secrets stay good as long as their holder runs.
+
 -- node and generation are checked by their domains, not by CHECK
 -- constraints of the table: PostgreSQL runs a table's CHECKs at every
 -- UPDATE of a row, whichever columns it sets, reading their expressions
@@ -46,6 +47,10 @@
 -- runs where a value is written to its column.
 CREATE DOMAIN snowflake_lease_node AS integer CHECK (VALUE >= 0);
 CREATE DOMAIN snowflake_lease_generation AS bigint CHECK (VALUE > 0);
+COMMENT ON DOMAIN snowflake_lease_node IS
+'a worker id in the lease table: 0 or more';
+COMMENT ON DOMAIN snowflake_lease_generation IS
+'the generation of a lease: 1 or more, one more at every claim';
 
 CREATE TABLE snowflake_lease (
 	node snowflake_lease_node PRIMARY KEY,
